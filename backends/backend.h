@@ -1,0 +1,35 @@
+// The small interface every device backend implements (DESIGN §4): compile a lowered program's
+// kernels into something that can dispatch them, and show the generated source. Memory on the
+// CPU backend is host memory, so the host plan runs in the interpreter with the backend's
+// KernelRunner; GPU backends will add allocate/upload/download here.
+#pragma once
+#include <memory>
+#include <string>
+
+#include "core/interp/interp.h"
+#include "core/ir/node.h"
+
+namespace ember {
+
+// What compiling a program's kernels cost, for prog.stats and the log line.
+struct CompileInfo {
+  double codegen_ms = 0;
+  double compile_ms = 0;   // compiler or cache lookup + load
+  bool cache_hit = false;  // true when every kernel came from the memory or disk cache
+  std::string cache_key;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual const char* name() const = 0;
+  // The generated kernel source of `p` (after split_host) in this backend's language.
+  virtual std::string source(const Program& p) = 0;
+  // Compiles (or fetches from the cache) every kernel of `p` and returns their dispatcher.
+  virtual std::unique_ptr<KernelRunner> compile(const Program& p, CompileInfo& info) = 0;
+};
+
+// "cpu" (always available). Unknown or unavailable names throw ember::BackendError.
+std::unique_ptr<Backend> make_backend(const std::string& name);
+
+}  // namespace ember

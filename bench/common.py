@@ -1,0 +1,72 @@
+"""Helpers shared by workloads: skipping, finding ember, building the C++ references."""
+import ctypes
+import hashlib
+import importlib
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+BENCH_DIR = Path(__file__).resolve().parent
+REPO_ROOT = BENCH_DIR.parent
+BUILD_DIR = BENCH_DIR / ".build"
+# -fno-math-errno lets g++ vectorize sqrtf (without it every sqrtf is a libm call that may set
+# errno); it changes no result here, since every argument is positive.
+CXX_FLAGS = ["-O3", "-march=native", "-fopenmp", "-fno-math-errno", "-shared", "-fPIC"]
+
+
+class Skip(Exception):
+    """Raised by an implementation's setup when it cannot run here; the message says why."""
+
+
+def require(module):
+    """Imports an optional package or raises Skip naming it, so missing peers never fail a run."""
+    try:
+        return importlib.import_module(module)
+    except Exception as e:  # ImportError, or a package that breaks while importing
+        raise Skip(f"cannot import {module}: {type(e).__name__}: {e}") from None
+
+
+def ember_python_dir():
+    """Where a build puts the ember package: $EMBER_BUILD_DIR/python, else <repo>/build/python."""
+    build = os.environ.get("EMBER_BUILD_DIR")
+    return Path(build).resolve() / "python" if build else REPO_ROOT / "build" / "python"
+
+
+def import_ember():
+    """Imports ember from the build tree (or an installed copy), raising Skip when absent."""
+    path = ember_python_dir()
+    if path.is_dir() and str(path) not in sys.path:
+        sys.path.insert(0, str(path))
+    try:
+        return require("ember")
+    except Skip as e:
+        where = path if path.is_dir() else f"{path} (missing; build Ember or set EMBER_BUILD_DIR)"
+        raise Skip(f"{e}; looked in {where}") from None
+
+
+def build_cpp(source_name):
+    """Compiles bench/reference/<source_name> into a cached shared library and loads it (ctypes)."""
+    src = BENCH_DIR / "reference" / source_name
+    cxx = os.environ.get("CXX", "g++")
+    try:
+        version = subprocess.run([cxx, "--version"], capture_output=True, text=True).stdout
+    except OSError as e:
+        raise Skip(f"no C++ compiler ({cxx}): {e}") from None
+    key = hashlib.sha256(src.read_bytes() + " ".join([cxx, *CXX_FLAGS, version]).encode())
+    lib = BUILD_DIR / f"{src.stem}-{key.hexdigest()[:16]}.so"
+    if not lib.exists():
+        BUILD_DIR.mkdir(parents=True, exist_ok=True)
+        tmp = lib.with_suffix(f".{os.getpid()}.tmp")
+        cmd = [cxx, *CXX_FLAGS, str(src), "-o", str(tmp)]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise Skip(f"{' '.join(cmd)} failed:\n{proc.stderr.strip()}")
+        os.replace(tmp, lib)  # atomic: a concurrent or interrupted run never sees half a file
+    return ctypes.CDLL(str(lib))
+
+
+def float_ptr(a):
+    """A ctypes float* into a C-contiguous float32 NumPy array (no copy)."""
+    assert a.dtype.name == "float32" and a.flags.c_contiguous
+    return a.ctypes.data_as(ctypes.POINTER(ctypes.c_float))

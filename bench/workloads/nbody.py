@@ -1,0 +1,256 @@
+"""N-body step of DESIGN.md section 5: all-pairs softened gravity, then one Euler step.
+
+Every implementation is a setup(inputs, opts) -> run function registered in IMPLS; run()
+performs one step and returns (X2, V2) as NumPy arrays, so timing includes getting results
+back to the host. setup raises common.Skip when the implementation cannot run here.
+(No `from __future__ import annotations` here: em.compile must see real annotation objects.)
+"""
+import os
+
+import numpy as np
+
+from common import build_cpp, float_ptr, import_ember, require
+
+NAME = "nbody"
+DEFAULT_N = 4096
+SOFTENING = 1e-4
+DT = 0.01
+
+
+def make_inputs(n, seed=0):
+    """Seeded float32 positions and velocities [n, 3] plus the time step."""
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-1.0, 1.0, size=(n, 3)).astype(np.float32)
+    V = rng.normal(0.0, 0.1, size=(n, 3)).astype(np.float32)
+    return X, V, DT
+
+
+def step_numpy(X, V, dt):
+    """The step written with NumPy broadcasting, float32 throughout (also the reference)."""
+    dt = np.float32(dt)
+    d = X[:, None, :] - X[None, :, :]
+    r2 = np.sum(d * d, axis=-1, keepdims=True) + np.float32(SOFTENING)
+    F = np.sum(-d / (r2 * np.sqrt(r2)), axis=1)
+    V2 = V + F * dt
+    return X + V2 * dt, V2
+
+
+def reference(inputs):
+    """The outputs every implementation is checked against."""
+    return step_numpy(*inputs)
+
+
+def setup_numpy(inputs, opts):
+    """Plain vectorized NumPy: builds [N, N, 3] temporaries, one op at a time."""
+    return lambda: step_numpy(*inputs)
+
+
+def setup_cpp(inputs, opts):
+    """Hand-written fused C++/OpenMP loop (bench/reference/nbody.cpp) called through ctypes."""
+    import ctypes
+    lib = build_cpp("nbody.cpp")
+    fn = lib.nbody_step
+    fn.restype = None
+    fn.argtypes = [ctypes.POINTER(ctypes.c_float)] * 2 + [ctypes.c_float, ctypes.c_int] + \
+        [ctypes.POINTER(ctypes.c_float)] * 2
+    X, V, dt = (np.ascontiguousarray(inputs[0]), np.ascontiguousarray(inputs[1]), inputs[2])
+
+    def run():
+        X2, V2 = np.empty_like(X), np.empty_like(V)
+        fn(float_ptr(X), float_ptr(V), dt, X.shape[0], float_ptr(X2), float_ptr(V2))
+        return X2, V2
+    return run
+
+
+def setup_ember(inputs, opts):
+    """Ember: the DESIGN section 5 step under @em.compile; the first (warm-up) call compiles."""
+    em = import_ember()
+    em.init(backend=opts.get("backend", "cpu"))
+
+    @em.compile
+    def step(X: em.f32["N", 3], V: em.f32["N", 3], dt: em.f32):  # noqa: F821 ("N" is a symbol)
+        d = X[:, None, :] - X[None, :, :]
+        r2 = em.sum(d * d, axis=-1, keepdims=True) + 1e-4
+        F = em.sum(-d / (r2 * em.sqrt(r2)), axis=1)
+        V2 = V + F * dt
+        return X + V2 * dt, V2
+
+    X, V, dt = inputs
+
+    def run():
+        X2, V2 = step(X, V, dt)
+        return X2.numpy(), V2.numpy()
+    return run
+
+
+def setup_torch(inputs, opts):
+    """PyTorch CPU eager, using every core (Debian's build defaults to one thread)."""
+    torch = require("torch")
+    torch.set_num_threads(os.cpu_count() or 1)
+    X, V = (torch.from_numpy(a) for a in inputs[:2])
+    dt = inputs[2]
+
+    def run():
+        with torch.no_grad():
+            d = X[:, None, :] - X[None, :, :]
+            r2 = torch.sum(d * d, dim=-1, keepdim=True) + 1e-4
+            F = torch.sum(-d / (r2 * torch.sqrt(r2)), dim=1)
+            V2 = V + F * dt
+            return (X + V2 * dt).numpy(), V2.numpy()
+    return run
+
+
+def setup_numba(inputs, opts):
+    """Numba parallel explicit loop (prange over i, serial j), the loop a user would write."""
+    numba = require("numba")
+
+    @numba.njit(parallel=True, fastmath=False, cache=False)
+    def kernel(X, V, dt, X2, V2):
+        n = X.shape[0]
+        for i in numba.prange(n):
+            fx = np.float32(0.0)
+            fy = np.float32(0.0)
+            fz = np.float32(0.0)
+            for j in range(n):
+                dx = X[i, 0] - X[j, 0]
+                dy = X[i, 1] - X[j, 1]
+                dz = X[i, 2] - X[j, 2]
+                r2 = dx * dx + dy * dy + dz * dz + np.float32(SOFTENING)
+                inv = np.float32(1.0) / (r2 * np.sqrt(r2))
+                fx -= dx * inv
+                fy -= dy * inv
+                fz -= dz * inv
+            V2[i, 0] = V[i, 0] + fx * dt
+            V2[i, 1] = V[i, 1] + fy * dt
+            V2[i, 2] = V[i, 2] + fz * dt
+            for k in range(3):
+                X2[i, k] = X[i, k] + V2[i, k] * dt
+
+    X, V, dt = inputs[0], inputs[1], np.float32(inputs[2])
+
+    def run():
+        X2, V2 = np.empty_like(X), np.empty_like(V)
+        kernel(X, V, dt, X2, V2)
+        return X2, V2
+    return run
+
+
+def setup_jax(inputs, opts):
+    """JAX on CPU, jit-compiled broadcasting code (XLA fuses what it can)."""
+    jax = require("jax")
+    jnp = jax.numpy
+
+    @jax.jit
+    def step(X, V, dt):
+        d = X[:, None, :] - X[None, :, :]
+        r2 = jnp.sum(d * d, axis=-1, keepdims=True) + 1e-4
+        F = jnp.sum(-d / (r2 * jnp.sqrt(r2)), axis=1)
+        V2 = V + F * dt
+        return X + V2 * dt, V2
+
+    X, V = (jax.device_put(a) for a in inputs[:2])
+    dt = np.float32(inputs[2])
+
+    def run():
+        X2, V2 = step(X, V, dt)
+        return np.asarray(X2.block_until_ready()), np.asarray(V2)
+    return run
+
+
+def setup_taichi(inputs, opts):
+    """Taichi on CPU: explicit loop kernel; the outermost range-for is parallelized."""
+    ti = require("taichi")
+    ti.init(arch=ti.cpu, default_fp=ti.f32, log_level=ti.WARN)
+    vec_arr = ti.types.ndarray(dtype=ti.math.vec3, ndim=1)
+
+    @ti.kernel
+    def step(X: vec_arr, V: vec_arr, dt: ti.f32, X2: vec_arr, V2: vec_arr):
+        for i in range(X.shape[0]):
+            xi = X[i]
+            f = ti.math.vec3(0.0)
+            for j in range(X.shape[0]):
+                d = xi - X[j]
+                r2 = d.dot(d) + 1e-4
+                f -= d / (r2 * ti.sqrt(r2))
+            v = V[i] + f * dt
+            V2[i] = v
+            X2[i] = xi + v * dt
+
+    X, V, dt = inputs
+
+    def run():
+        X2, V2 = np.empty_like(X), np.empty_like(V)
+        step(X, V, dt, X2, V2)
+        ti.sync()
+        return X2, V2
+    return run
+
+
+def setup_warp(inputs, opts):
+    """NVIDIA Warp on its CPU device: one thread per body, inner loop over all bodies."""
+    wp = require("warp")
+    wp.config.quiet = True
+    wp.init()
+
+    @wp.kernel
+    def step(X: wp.array(dtype=wp.vec3), V: wp.array(dtype=wp.vec3), dt: float,
+             X2: wp.array(dtype=wp.vec3), V2: wp.array(dtype=wp.vec3)):
+        i = wp.tid()
+        xi = X[i]
+        f = wp.vec3(0.0, 0.0, 0.0)
+        for j in range(X.shape[0]):
+            d = xi - X[j]
+            r2 = wp.dot(d, d) + 1.0e-4
+            f = f - d / (r2 * wp.sqrt(r2))
+        v = V[i] + f * dt
+        V2[i] = v
+        X2[i] = xi + v * dt
+
+    n, dt = inputs[0].shape[0], float(inputs[2])
+    X, V = (wp.array(a, dtype=wp.vec3, device="cpu") for a in inputs[:2])
+    X2, V2 = (wp.empty(n, dtype=wp.vec3, device="cpu") for _ in range(2))
+
+    def run():
+        wp.launch(step, dim=n, inputs=[X, V, dt, X2, V2], device="cpu")
+        wp.synchronize_device("cpu")
+        return X2.numpy(), V2.numpy()
+    return run
+
+
+def setup_tensorfrost(inputs, opts):
+    """TensorFrost (the closest prior system) on its CPU backend, same broadcasting code."""
+    tf = require("TensorFrost")
+    tf.initialize(tf.cpu)
+
+    def program():
+        X = tf.input([-1, 3], tf.float32)
+        V = tf.input([X.shape[0], 3], tf.float32)
+        dt = tf.input([1], tf.float32)[0]
+        d = tf.unsqueeze(X, axis=1) - tf.unsqueeze(X, axis=0)
+        r2 = tf.unsqueeze(tf.sum(d * d, axis=-1), axis=-1) + 1e-4
+        F = tf.sum(-d / (r2 * tf.sqrt(r2)), axis=1)
+        V2 = V + F * dt
+        return X + V2 * dt, V2
+
+    prog = tf.compile(program)
+    X, V = (tf.tensor(a) for a in inputs[:2])
+    dt = tf.tensor(np.array([inputs[2]], np.float32))
+
+    def run():
+        X2, V2 = prog(X, V, dt)
+        return X2.numpy, V2.numpy
+    return run
+
+
+# Order is the table's order. Peers: add a setup_<name> above and list it here.
+IMPLS = {
+    "ember": setup_ember,
+    "numpy": setup_numpy,
+    "cpp": setup_cpp,
+    "torch": setup_torch,
+    "numba": setup_numba,
+    "jax": setup_jax,
+    "taichi": setup_taichi,
+    "warp": setup_warp,
+    "tensorfrost": setup_tensorfrost,
+}

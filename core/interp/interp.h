@@ -1,0 +1,56 @@
+// The reference interpreter: runs a program at any pipeline stage on the host. It is the oracle
+// every pass and backend is tested against, and (with a KernelRunner) the host-plan executor of
+// the runtime: kernels are then handed to the runner instead of being interpreted.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "core/ir/node.h"
+
+namespace ember {
+
+// A dense row-major array of 32-bit words on the host. `data` may point into memory owned
+// elsewhere (a NumPy array, a device mapping); `owner` keeps it alive.
+struct HostTensor {
+  DType dtype = DType::f32;
+  std::vector<int64_t> shape;
+  uint32_t* data = nullptr;
+  std::shared_ptr<void> owner;
+
+  int64_t size() const;
+  static HostTensor alloc(DType t, std::vector<int64_t> shape, bool zero = true);
+  static HostTensor scalar(DType t, uint32_t word);
+};
+
+// One call argument, by position: a tensor for `input` nodes, a word for `scalar_arg` nodes.
+struct ArgValue {
+  HostTensor tensor;
+  uint32_t word = 0;
+  bool is_tensor = false;
+  static ArgValue of_tensor(HostTensor t) { ArgValue a; a.tensor = std::move(t); a.is_tensor = true; return a; }
+  static ArgValue of_word(uint32_t w) { ArgValue a; a.word = w; return a; }
+};
+
+// Checks arguments against the program's annotations (count, shape, symbolic dims, dtype) and
+// returns the value of every shape_arg (indexed by Node::index). Throws ShapeError/TypeError
+// naming the argument, the expected and the actual.
+std::vector<int64_t> bind_arguments(const Program& p, const std::vector<ArgValue>& args);
+
+class Interpreter;
+
+// Runs kernel nodes for the runtime; the interpreter calls it instead of interpreting a kernel.
+class KernelRunner {
+ public:
+  virtual ~KernelRunner() = default;
+  // `memories[i]` is the storage of kernel->memories[i]; `params[i]` the word of kernel->params[i].
+  virtual void run_kernel(const Node* kernel, const std::vector<HostTensor*>& memories,
+                          const std::vector<uint32_t>& params, const std::vector<int64_t>& dims) = 0;
+};
+
+// Runs `p` with the arguments; returns one tensor per output slot (scalars as 0-d tensors).
+std::vector<HostTensor> interpret(const Program& p, const std::vector<ArgValue>& args,
+                                  KernelRunner* runner = nullptr);
+
+}  // namespace ember

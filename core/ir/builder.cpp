@@ -1,0 +1,263 @@
+#include "core/ir/builder.h"
+
+#include "core/ir/eval.h"
+
+namespace ember {
+
+Builder::Builder(Program& p) : prog_(p), scope_(p.root()) {}
+
+Node* Builder::place(Node* n) {
+  n->loc = loc;
+  if (before_) prog_.insert_before(before_, n); else prog_.append(scope_, n);
+  return n;
+}
+
+Node* Builder::raw(Op op, DType t, const Shape& shape, const std::vector<Node*>& operands) {
+  return place(prog_.create(op, t, shape, operands));
+}
+
+bool Builder::visible(const Node* n) const {
+  if (n->dead || !n->parent) return false;
+  bool ancestor = false;
+  for (const Node* s = scope_; s; s = s->parent)
+    if (s == n->parent) { ancestor = true; break; }
+  if (!ancestor) return false;
+  if (n->parent == scope_ && before_) {
+    for (const Node* c = before_; c; c = c->next)
+      if (c == n) return false;  // n comes after the insertion point
+  }
+  return true;
+}
+
+static size_t hash_key(Op op, DType t, const Shape& shape, const std::vector<Node*>& ops, uint32_t attr) {
+  size_t h = static_cast<size_t>(op) * 1000003u ^ static_cast<size_t>(t) * 7919u ^ attr * 2654435761u;
+  auto mix = [&](const void* p) { h = (h ^ reinterpret_cast<size_t>(p)) * 1099511628211ull; };
+  for (Node* d : shape) mix(d);
+  h ^= 0x9e3779b97f4a7c15ull;
+  for (Node* o : ops) mix(o);
+  return h;
+}
+
+Node* Builder::numbered(Op op, DType t, const Shape& shape, const std::vector<Node*>& operands, uint32_t attr) {
+  bool reads_var = false;
+  for (Node* o : operands) reads_var |= has_flag(o->op, F_MUTABLE) || o->op == Op::loop;
+  size_t key = hash_key(op, t, shape, operands, attr);
+  if (!reads_var) {
+    auto it = vn_.find(key);
+    if (it != vn_.end()) {
+      for (Node* c : it->second) {
+        if (c->op != op || c->dtype != t || c->operands != operands || c->shape != shape) continue;
+        uint32_t cattr = op == Op::index ? static_cast<uint32_t>(c->axis) : 0u;
+        if (cattr == attr && visible(c)) return c;
+      }
+    }
+  }
+  Node* n = raw(op, t, shape, operands);
+  if (op == Op::index) n->axis = static_cast<int>(attr);
+  if (!reads_var) vn_[key].push_back(n);
+  return n;
+}
+
+Node* Builder::constant(DType t, uint32_t bits) {
+  size_t key = hash_key(Op::constant, t, {}, {}, bits);
+  for (Node* c : vn_[key])
+    if (!c->dead && c->bits == bits && c->dtype == t && c->parent) return c;
+  Node* n = prog_.create(Op::constant, t);
+  n->bits = bits;
+  // After the leading run of leaves at the top of the program.
+  Node* pos = prog_.root()->first_child;
+  while (pos && has_flag(pos->op, F_LEAF) && pos->op != Op::index && pos->op != Op::buffer) pos = pos->next;
+  if (pos) prog_.insert_before(pos, n); else prog_.append(prog_.root(), n);
+  vn_[key].push_back(n);
+  return n;
+}
+
+Node* Builder::index(int axis, const Shape& shape) {
+  return numbered(Op::index, DType::i32, shape, {}, static_cast<uint32_t>(axis));
+}
+
+static const Shape& result_shape(const std::vector<Node*>& ops) {
+  static const Shape empty;
+  const Shape* s = &empty;
+  for (Node* o : ops) {
+    if (o->shape.empty()) continue;
+    EMBER_INTERNAL_ASSERT(s->empty() || same_shape(*s, o->shape),
+                          "elementwise operands " << shape_str(*s) << " vs " << shape_str(o->shape));
+    s = &o->shape;
+  }
+  return *s;
+}
+
+Node* Builder::fold(Op op, DType t, const std::vector<Node*>& operands) {
+  bool all_const = !operands.empty();
+  for (Node* o : operands) all_const &= o->op == Op::constant;
+  if (all_const) {
+    uint32_t w[3] = {0, 0, 0};
+    for (size_t i = 0; i < operands.size(); ++i) w[i] = operands[i]->bits;
+    DType in = op == Op::select ? operands[1]->dtype : operands[0]->dtype;
+    return constant(t, eval_elementwise(op, t, in, w, static_cast<int>(operands.size())));
+  }
+  if (operands.size() != 2) return nullptr;
+  Node* a = operands[0];
+  Node* b = operands[1];
+  auto is = [](Node* n, double v) {
+    if (n->op != Op::constant) return false;
+    return n->dtype == DType::f32 ? n->f() == static_cast<float>(v) : static_cast<double>(n->i()) == v;
+  };
+  const Shape& rs = result_shape(operands);
+  auto keep = [&](Node* x) { return same_shape(x->shape, rs) ? x : nullptr; };
+  switch (op) {
+    case Op::add: if (is(b, 0)) return keep(a); if (is(a, 0)) return keep(b); break;
+    case Op::sub: if (is(b, 0)) return keep(a); break;
+    case Op::mul: if (is(b, 1)) return keep(a); if (is(a, 1)) return keep(b); break;
+    case Op::div: if (is(b, 1) && t == DType::f32) return keep(a); break;
+    default: break;
+  }
+  return nullptr;
+}
+
+Node* Builder::unary(Op op, Node* x) {
+  const OpInfo& info = op_info(op);
+  EMBER_INTERNAL_ASSERT(info.arity == 1 && (info.flags & F_ELEMENTWISE), op_name(op) << " is not unary");
+  DType t = info.rule == DTypeRule::Bool ? DType::boolean : info.rule == DTypeRule::Float ? DType::f32 : x->dtype;
+  if (Node* f = fold(op, t, {x})) return f;
+  return numbered(op, t, x->shape, {x}, 0);
+}
+
+Node* Builder::binary(Op op, Node* a, Node* b) {
+  const OpInfo& info = op_info(op);
+  EMBER_INTERNAL_ASSERT(info.arity == 2 && (info.flags & F_ELEMENTWISE), op_name(op) << " is not binary");
+  EMBER_INTERNAL_ASSERT(a->dtype == b->dtype, op_name(op) << ": operand dtypes " << dtype_name(a->dtype) << " and "
+                                                          << dtype_name(b->dtype));
+  DType t = info.rule == DTypeRule::Bool ? DType::boolean : info.rule == DTypeRule::Float ? DType::f32 : a->dtype;
+  std::vector<Node*> ops{a, b};
+  if (Node* f = fold(op, t, ops)) return f;
+  if ((info.flags & F_COMMUTATIVE) && b->id < a->id) std::swap(ops[0], ops[1]);  // canonical order
+  return numbered(op, t, result_shape(ops), ops, 0);
+}
+
+Node* Builder::select(Node* c, Node* a, Node* b) {
+  EMBER_INTERNAL_ASSERT(a->dtype == b->dtype && c->dtype == DType::boolean, "select operand types");
+  if (c->op == Op::constant && same_shape(result_shape({c, a, b}), (c->bits ? a : b)->shape))
+    return c->bits ? a : b;
+  if (a == b && same_shape(a->shape, result_shape({c, a, b}))) return a;
+  if (Node* f = fold(Op::select, a->dtype, {c, a, b})) return f;
+  return numbered(Op::select, a->dtype, result_shape({c, a, b}), {c, a, b}, 0);
+}
+
+Node* Builder::cast(Node* x, DType t) {
+  if (x->dtype == t) return x;
+  if (Node* f = fold(Op::cast, t, {x})) return f;
+  return numbered(Op::cast, t, x->shape, {x}, 0);
+}
+
+Node* Builder::bitcast(Node* x, DType t) {
+  if (x->dtype == t) return x;
+  if (x->op == Op::constant) return constant(t, x->bits);
+  return numbered(Op::bitcast, t, x->shape, {x}, 0);
+}
+
+static std::vector<Node*> cat(std::initializer_list<Node*> a, const std::vector<Node*>& b) {
+  std::vector<Node*> v(a);
+  v.insert(v.end(), b.begin(), b.end());
+  return v;
+}
+
+Node* Builder::load(Node* mem, const std::vector<Node*>& idx, const Shape& shape, IndexMode m) {
+  Node* n = raw(Op::load, mem->dtype, shape, cat({mem}, idx));
+  n->mode = m;
+  return n;
+}
+
+Node* Builder::store(Node* mem, Node* value, const std::vector<Node*>& idx, const Shape& shape, IndexMode m) {
+  Node* n = raw(Op::store, DType::none, shape, cat({mem, value}, idx));
+  n->mode = m;
+  return n;
+}
+
+Node* Builder::atomic(AtomicKind k, Node* mem, Node* value, const std::vector<Node*>& idx, const Shape& shape,
+                      IndexMode m) {
+  Node* n = raw(Op::atomic, mem->dtype, shape, cat({mem, value}, idx));
+  n->kind = static_cast<uint8_t>(k);
+  n->mode = m;
+  return n;
+}
+
+Node* Builder::reduce(ReduceKind k, Node* x, uint32_t axes, bool keepdims, const Shape& out_shape, DType out) {
+  Node* n = raw(Op::reduce, out, out_shape, {x});
+  n->kind = static_cast<uint8_t>(k);
+  n->axes = axes;
+  n->keepdims = keepdims;
+  return n;
+}
+
+Node* Builder::loop(Node* begin, Node* end, Node* step, const Shape& shape) {
+  return raw(Op::loop, DType::i32, shape, {begin, end, step});
+}
+Node* Builder::if_(Node* cond, const Shape& shape) { return raw(Op::if_, DType::none, shape, {cond}); }
+Node* Builder::else_(const Shape& shape) { return raw(Op::else_, DType::none, shape, {}); }
+Node* Builder::kernel(const Shape& shape) {
+  Node* k = raw(Op::kernel, DType::none, shape, {});
+  k->index = prog_.next_kernel_id++;
+  return k;
+}
+Node* Builder::var(Node* init, const Shape& shape) { return raw(Op::var, init->dtype, shape, {init}); }
+Node* Builder::set(Node* v, Node* value) {
+  EMBER_INTERNAL_ASSERT(v->op == Op::var && v->dtype == value->dtype, "set needs a var of the value's dtype");
+  return raw(Op::set, DType::none, v->shape, {v, value});
+}
+Node* Builder::break_(const Shape& shape) { return raw(Op::break_, DType::none, shape, {}); }
+Node* Builder::continue_(const Shape& shape) { return raw(Op::continue_, DType::none, shape, {}); }
+
+static Node* append_leaf(Program& p, Node* n) {
+  // Arguments go to the top of the program, in creation order, before constants.
+  Node* pos = p.root()->first_child;
+  while (pos && (pos->op == Op::input || pos->op == Op::scalar_arg || pos->op == Op::shape_arg)) pos = pos->next;
+  if (pos) p.insert_before(pos, n); else p.append(p.root(), n);
+  return n;
+}
+
+Node* Builder::input(DType t, const Shape& shape, int position, const std::string& name) {
+  Node* n = prog_.create(Op::input, t, shape);
+  n->index = position;
+  n->name = name;
+  n->loc = loc;
+  if (prog_.args.size() <= static_cast<size_t>(position)) prog_.args.resize(static_cast<size_t>(position) + 1);
+  prog_.args[static_cast<size_t>(position)] = n;
+  return append_leaf(prog_, n);
+}
+
+Node* Builder::scalar_arg(DType t, int position, const std::string& name) {
+  Node* n = prog_.create(Op::scalar_arg, t);
+  n->index = position;
+  n->name = name;
+  n->loc = loc;
+  if (prog_.args.size() <= static_cast<size_t>(position)) prog_.args.resize(static_cast<size_t>(position) + 1);
+  prog_.args[static_cast<size_t>(position)] = n;
+  return append_leaf(prog_, n);
+}
+
+Node* Builder::shape_arg(const std::string& name) {
+  for (Node* d : prog_.dims)
+    if (d->name == name) return d;
+  Node* n = prog_.create(Op::shape_arg, DType::i32);
+  n->name = name;
+  n->index = static_cast<int>(prog_.dims.size());
+  prog_.dims.push_back(n);
+  return append_leaf(prog_, n);
+}
+
+Node* Builder::buffer(DType t, const Shape& shape, bool zero_init) {
+  Node* n = raw(Op::buffer, t, shape, {});
+  n->zero_init = zero_init;
+  return n;
+}
+
+Node* Builder::output(Node* value, int slot) {
+  Node* n = raw(Op::output, DType::none, {}, {value});
+  n->index = slot;
+  if (prog_.num_outputs <= slot) prog_.num_outputs = slot + 1;
+  return n;
+}
+
+}  // namespace ember

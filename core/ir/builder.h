@@ -1,0 +1,80 @@
+// Creates IR nodes at an insertion point, folding constants and value-numbering pure nodes as
+// they are made (so traces stay small and equal programs print equal). Low level: operands
+// must already agree in dtype and shape; the tracer (core/trace) does promotion/broadcasting.
+#pragma once
+#include <unordered_map>
+#include <vector>
+
+#include "core/ir/node.h"
+#include "core/ir/shape.h"
+
+namespace ember {
+
+class Builder {
+ public:
+  explicit Builder(Program& p);
+  Program& program() { return prog_; }
+
+  // Insertion point: at the end of `scope`, or before `pos`.
+  void set_insert_end(Node* scope) { scope_ = scope; before_ = nullptr; }
+  void set_insert_before(Node* pos) { scope_ = pos->parent; before_ = pos; }
+  Node* scope() const { return scope_; }
+  Node* before() const { return before_; }
+  SourceLoc loc;  // stamped on every node created
+
+  // Constants live at the top of the program (visible everywhere) and are unique per value.
+  Node* constant(DType t, uint32_t bits);
+  Node* f32(float v) { return constant(DType::f32, f2w(v)); }
+  Node* i32(int32_t v) { return constant(DType::i32, i2w(v)); }
+  Node* u32(uint32_t v) { return constant(DType::u32, v); }
+  Node* boolean(bool v) { return constant(DType::boolean, v ? 1u : 0u); }
+
+  Node* index(int axis, const Shape& shape);
+  // Elementwise ops; operands' shapes must each be `[]` or the result shape.
+  Node* unary(Op op, Node* x);
+  Node* binary(Op op, Node* a, Node* b);
+  Node* select(Node* c, Node* a, Node* b);
+  Node* cast(Node* x, DType t);
+  Node* bitcast(Node* x, DType t);
+
+  Node* load(Node* mem, const std::vector<Node*>& idx, const Shape& shape, IndexMode m = IndexMode::clamp);
+  Node* store(Node* mem, Node* value, const std::vector<Node*>& idx, const Shape& shape,
+              IndexMode m = IndexMode::clamp);
+  Node* atomic(AtomicKind k, Node* mem, Node* value, const std::vector<Node*>& idx, const Shape& shape,
+               IndexMode m = IndexMode::clamp);
+  Node* reduce(ReduceKind k, Node* x, uint32_t axes, bool keepdims, const Shape& out_shape, DType out);
+
+  // Scopes: the caller moves the insertion point inside (set_insert_end(node)).
+  Node* loop(Node* begin, Node* end, Node* step, const Shape& shape);
+  Node* if_(Node* cond, const Shape& shape);
+  Node* else_(const Shape& shape);
+  Node* kernel(const Shape& shape);
+  Node* var(Node* init, const Shape& shape);
+  Node* set(Node* var, Node* value);
+  Node* break_(const Shape& shape);
+  Node* continue_(const Shape& shape);
+
+  Node* input(DType t, const Shape& shape, int position, const std::string& name);
+  Node* scalar_arg(DType t, int position, const std::string& name);
+  Node* shape_arg(const std::string& name);
+  Node* buffer(DType t, const Shape& shape, bool zero_init);
+  Node* output(Node* value, int slot);
+
+  // Generic creation without folding or value numbering; linked at the insertion point.
+  Node* raw(Op op, DType t, const Shape& shape, const std::vector<Node*>& operands);
+  // Forget value-numbering entries (call after a pass moves or erases nodes wholesale).
+  void reset_value_numbering() { vn_.clear(); }
+
+ private:
+  Node* place(Node* n);
+  Node* numbered(Op op, DType t, const Shape& shape, const std::vector<Node*>& operands, uint32_t attr);
+  Node* fold(Op op, DType t, const std::vector<Node*>& operands);
+  bool visible(const Node* n) const;
+
+  Program& prog_;
+  Node* scope_;
+  Node* before_ = nullptr;
+  std::unordered_map<size_t, std::vector<Node*>> vn_;
+};
+
+}  // namespace ember

@@ -1,0 +1,26 @@
+// Scalar semantics of every elementwise op, on 32-bit words. This one definition is shared by
+// constant folding, the reference interpreter and the CPU host plan; code generators must match
+// it (tests compare them). Integer div/mod use floor semantics and return 0 for a zero divisor.
+#pragma once
+#include <cstdint>
+
+#include "core/ir/node.h"
+
+namespace ember {
+
+// Result of an elementwise op. `in` is the operands' dtype (the first operand's for select's
+// value operands; casts read `in`, write `out`).
+uint32_t eval_elementwise(Op op, DType out, DType in, const uint32_t* args, int nargs);
+
+// Converts a word of dtype `from` to dtype `to` (value conversion, as casts do).
+uint32_t convert_word(uint32_t w, DType from, DType to);
+
+// Combines an accumulator with a value for a reduction or an atomic of the given kind.
+uint32_t reduce_step(ReduceKind k, DType t, uint32_t acc, uint32_t v);
+uint32_t reduce_identity(ReduceKind k, DType t);
+uint32_t atomic_step(AtomicKind k, DType t, uint32_t old, uint32_t v);
+
+// Applies an index mode to a coordinate in [0, n).
+int64_t apply_index_mode(IndexMode m, int64_t i, int64_t n);
+
+}  // namespace ember

@@ -1,0 +1,154 @@
+// The IR: a program is a tree of ordered lists (DESIGN §2). Every node has prev/next siblings in
+// execution order, a parent scope and, for scoping ops, a first/last child. Order is never
+// recomputed, so in-place writes keep their meaning. Nodes are owned by their Program.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/ir/dtype.h"
+#include "core/ir/error.h"
+
+namespace ember {
+
+enum class Op : uint8_t {
+#define OP(name, arity, rule, cost, flags) name,
+#include "core/ir/ops.def"
+  count_
+};
+constexpr int kOpCount = static_cast<int>(Op::count_);
+
+enum class DTypeRule : uint8_t { Same, Bool, Float, Given, None };
+
+enum OpFlags : uint32_t {
+  F_PURE = 1u << 0,          // no side effect, result depends only on operands
+  F_LEAF = 1u << 1,          // no operands
+  F_MEMORY = 1u << 2,        // the node is a memory (tensor storage)
+  F_HOST_ONLY = 1u << 3,     // only at host level (never inside a kernel)
+  F_ELEMENTWISE = 1u << 4,
+  F_COMMUTATIVE = 1u << 5,
+  F_NONDIFF = 1u << 6,       // has no derivative
+  F_MEMORY_READ = 1u << 7,
+  F_SIDE_EFFECT = 1u << 8,   // never removed by dce while it can matter
+  F_SCATTER = 1u << 9,       // writes memory
+  F_ALGORITHM = 1u << 10,    // high-level op lowered by lower_algorithms
+  F_SCOPE = 1u << 11,        // has children
+  F_MUTABLE = 1u << 12,      // a var: its value changes in program order
+  F_KERNEL_OR_LOOP = 1u << 13,
+};
+
+struct OpInfo {
+  const char* name;
+  int arity;  // -1: variadic
+  DTypeRule rule;
+  int cost;
+  uint32_t flags;
+};
+const OpInfo& op_info(Op op);
+inline const char* op_name(Op op) { return op_info(op).name; }
+inline bool has_flag(Op op, uint32_t f) { return (op_info(op).flags & f) != 0; }
+
+enum class ReduceKind : uint8_t { sum, prod, max, min, any, all };
+enum class AtomicKind : uint8_t { add, min, max, band, bor, bxor, exchange };
+enum class IndexMode : uint8_t { clamp, unsafe, wrap };
+const char* reduce_kind_name(ReduceKind k);
+const char* atomic_kind_name(AtomicKind k);
+const char* index_mode_name(IndexMode m);
+
+struct Node {
+  Op op;
+  DType dtype = DType::none;
+  std::vector<Node*> shape;     // dimension nodes (scalar i32, host level); [] is a scalar
+  std::vector<Node*> operands;
+  std::vector<Node*> users;     // one entry per use (a node using x twice appears twice)
+
+  Node* prev = nullptr;
+  Node* next = nullptr;
+  Node* parent = nullptr;
+  Node* first_child = nullptr;
+  Node* last_child = nullptr;
+
+  // Attributes; which ones an op uses is documented in ops.def.
+  uint32_t bits = 0;            // constant: the value's 32-bit word
+  int axis = 0;                 // index: which coordinate
+  uint8_t kind = 0;             // reduce: ReduceKind; atomic: AtomicKind
+  uint32_t axes = 0;            // reduce: bitmask of reduced input axes
+  bool keepdims = false;        // reduce
+  IndexMode mode = IndexMode::clamp;  // load/store/atomic: out-of-range policy
+  bool flat = false;            // load/store/atomic: one flat index (after lower_indexing)
+  bool zero_init = false;       // buffer: filled with zeros when allocated
+  int index = -1;               // argument position, output slot, kernel id
+  std::string name;             // argument name, symbolic dim name, kernel name
+  SourceLoc loc;                // where the user traced it
+
+  // Filled by split_host for kernel nodes: host values the kernel reads (passed as scalars)
+  // and memories it touches (passed as buffers), in a fixed order.
+  std::vector<Node*> params;
+  std::vector<Node*> memories;
+
+  int id = 0;                   // creation order (unique within the program)
+  bool dead = false;
+
+  bool is(Op o) const { return op == o; }
+  bool is_scope() const { return has_flag(op, F_SCOPE); }
+  bool is_memory() const { return has_flag(op, F_MEMORY); }
+  int rank() const { return static_cast<int>(shape.size()); }
+  Node* operand(int i) const { return operands[static_cast<size_t>(i)]; }
+  int num_operands() const { return static_cast<int>(operands.size()); }
+  // Index operands of load/store/atomic.
+  int first_index_operand() const { return op == Op::load ? 1 : 2; }
+  // Whether this node lies (strictly) inside `scope`.
+  bool inside(const Node* scope) const;
+  // Nearest enclosing kernel, or null at host level.
+  Node* enclosing_kernel() const;
+  // Constant value views (op == constant).
+  float f() const { return w2f(bits); }
+  int32_t i() const { return w2i(bits); }
+  std::vector<Node*> children() const;
+};
+
+class Program {
+ public:
+  Program();
+  Program(const Program&) = delete;
+  Program& operator=(const Program&) = delete;
+
+  Node* root() const { return root_; }
+  std::string name = "program";
+
+  // Makes a node that is not linked anywhere yet; operands get this node as a user.
+  Node* create(Op op, DType dtype, std::vector<Node*> shape = {}, std::vector<Node*> operands = {});
+  // Linking. A node may be linked in one place at a time.
+  void insert_before(Node* pos, Node* n);
+  void insert_after(Node* pos, Node* n);
+  void append(Node* scope, Node* n);
+  void prepend(Node* scope, Node* n);
+  void unlink(Node* n);
+  // Removes a node (and its children) from the program; it must have no users left.
+  void erase(Node* n);
+  void set_operand(Node* n, int i, Node* v);
+  void add_operand(Node* n, Node* v);
+  void replace_all_uses(Node* old_value, Node* new_value);
+
+  // Every live node in program order (pre-order: a scope before its children).
+  std::vector<Node*> nodes() const;
+  void for_each(const std::function<void(Node*)>& f) const;
+
+  // Arguments and outputs in positional order.
+  std::vector<Node*> args;      // input / scalar_arg nodes by argument position
+  std::vector<Node*> dims;      // shape_arg nodes (symbolic and free dimensions)
+  int num_outputs = 0;
+  int next_kernel_id = 0;
+
+ private:
+  std::vector<std::unique_ptr<Node>> arena_;
+  Node* root_;
+  int next_id_ = 0;
+};
+
+// Deep copy of a program (same printed form); `map` receives old -> new node pointers.
+std::unique_ptr<Program> clone_program(const Program& p, std::vector<std::pair<const Node*, Node*>>* map = nullptr);
+
+}  // namespace ember

@@ -1,0 +1,22 @@
+// Shapes are lists of dimension nodes (scalar i32 host values: constants, symbolic dims or
+// computed). Two dims are equal when they are the same node or equal constants.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "core/ir/node.h"
+
+namespace ember {
+
+using Shape = std::vector<Node*>;
+
+// The value of a constant dimension, or -1 when it is only known at run time.
+int64_t const_dim(const Node* d);
+bool same_dim(const Node* a, const Node* b);
+bool same_shape(const Shape& a, const Shape& b);
+// "[N, 3]" using dimension names and constants.
+std::string shape_str(const Shape& s);
+// Product of the constant dims, or -1 when any is symbolic.
+int64_t const_size(const Shape& s);
+
+}  // namespace ember

@@ -1,0 +1,136 @@
+#include "core/ir/verifier.h"
+
+#include <algorithm>
+#include <unordered_map>
+
+#include "core/ir/printer.h"
+#include "core/ir/shape.h"
+
+namespace ember {
+
+namespace {
+
+class Verifier {
+ public:
+  Verifier(const Program& p, const VerifyOptions& o) : p_(p), opt_(o) {
+    int k = 0;
+    pos_[p.root()] = k++;
+    p.for_each([&](Node* n) { pos_[n] = k++; });
+  }
+
+  void run() { scope(p_.root()); }
+
+ private:
+  [[noreturn]] void fail(const Node* n, const std::string& what) {
+    throw_internal(__FILE__, __LINE__, "verify", what + "\n  at: " + print_node(p_, n) + "\n" + print_program(p_));
+  }
+
+  bool visible(const Node* def, const Node* use) {
+    if (def->dead) return false;
+    auto d = pos_.find(def);
+    if (d == pos_.end()) return false;
+    if (def->is_scope()) return use->inside(def);  // a loop used as its counter, inside itself
+    if (d->second >= pos_.at(use)) return false;
+    for (const Node* s = use->parent; s; s = s->parent)
+      if (s == def->parent) return true;
+    return false;
+  }
+
+  void scope(const Node* s) {
+    const Node* prev = nullptr;
+    for (const Node* c = s->first_child; c; prev = c, c = c->next) {
+      if (c->parent != s || c->prev != prev) fail(c, "broken sibling/parent links");
+      node(c, prev);
+      if (c->is_scope()) scope(c);
+      else if (c->first_child) fail(c, "non-scope node has children");
+    }
+    if (s->last_child != prev) fail(s, "last_child is wrong");
+  }
+
+  void node(const Node* n, const Node* prev) {
+    const OpInfo& info = op_info(n->op);
+    if (n->dead) fail(n, "dead node still linked");
+    if (info.arity >= 0 && n->num_operands() != info.arity) fail(n, "wrong operand count");
+    for (const Node* o : n->operands) {
+      if (!o) fail(n, "null operand");
+      if (std::count(o->users.begin(), o->users.end(), n) != std::count(n->operands.begin(), n->operands.end(), o))
+        fail(n, "use list of an operand is out of sync");
+      if (!visible(o, n)) fail(n, "operand " + print_node(p_, o) + " is not visible here");
+    }
+    for (const Node* d : n->shape) {
+      if (d->dtype != DType::i32 || !d->shape.empty()) fail(n, "shape dims must be scalar i32");
+      if (d->dead || d->enclosing_kernel()) fail(n, "shape dim must be a live host value");
+    }
+    Node* k = n->enclosing_kernel();
+    if (k && (info.flags & F_HOST_ONLY)) fail(n, "host-only op inside a kernel");
+    if (n->parent && !n->parent->shape.empty() && !n->shape.empty() && !same_shape(n->shape, n->parent->shape))
+      fail(n, "shape " + shape_str(n->shape) + " differs from its scope's " + shape_str(n->parent->shape));
+    if (k && !n->shape.empty() && !same_shape(n->shape, k->shape)) fail(n, "node shape differs from its kernel's");
+    if (opt_.kernels_formed && !k && !n->shape.empty() && !(info.flags & F_MEMORY) && n->op != Op::kernel)
+      fail(n, "non-scalar node outside a kernel after fusion");
+
+    if (info.flags & F_ELEMENTWISE) {
+      for (const Node* o : n->operands)
+        if (!o->shape.empty() && !same_shape(o->shape, n->shape)) fail(n, "elementwise operand shape mismatch");
+      if (info.rule == DTypeRule::Same)
+        for (const Node* o : n->operands)
+          if (o->dtype != n->dtype) fail(n, "operand dtype differs from result dtype");
+      if (info.rule == DTypeRule::Float && (n->dtype != DType::f32 || n->operand(0)->dtype != DType::f32))
+        fail(n, "float op on non-float");
+      if (info.rule == DTypeRule::Bool && n->dtype != DType::boolean) fail(n, "comparison must be bool");
+      if (n->op == Op::select && (n->operand(0)->dtype != DType::boolean || n->operand(1)->dtype != n->dtype ||
+                                  n->operand(2)->dtype != n->dtype))
+        fail(n, "select operand dtypes");
+    }
+    switch (n->op) {
+      case Op::load: case Op::store: case Op::atomic: {
+        const Node* mem = n->operand(0);
+        if (opt_.kernels_formed && !mem->is_memory()) fail(n, "memory access to a non-memory value after fusion");
+        int nidx = n->num_operands() - n->first_index_operand();
+        if (n->flat ? nidx != 1 : nidx != mem->rank()) fail(n, "index count does not match the memory's rank");
+        for (int i = n->first_index_operand(); i < n->num_operands(); ++i) {
+          const Node* ix = n->operand(i);
+          if (ix->dtype != DType::i32 && ix->dtype != DType::u32) fail(n, "index is not an integer");
+          if (!ix->shape.empty() && !same_shape(ix->shape, n->shape)) fail(n, "index shape mismatch");
+        }
+        if (n->op != Op::load && n->operand(1)->dtype != mem->dtype) fail(n, "stored value dtype differs");
+        if (n->op != Op::store && n->dtype != mem->dtype) fail(n, "loaded dtype differs from memory dtype");
+        break;
+      }
+      case Op::else_:
+        if (!prev || prev->op != Op::if_) fail(n, "else must follow an if");
+        break;
+      case Op::break_: case Op::continue_: {
+        bool in_loop = false;
+        for (const Node* s = n->parent; s && s->op != Op::kernel; s = s->parent) in_loop |= s->op == Op::loop;
+        if (!in_loop) fail(n, "break/continue outside a loop");
+        break;
+      }
+      case Op::set:
+        if (n->operand(0)->op != Op::var) fail(n, "set of a non-var");
+        if (n->operand(1)->dtype != n->operand(0)->dtype) fail(n, "set dtype mismatch");
+        break;
+      case Op::if_:
+        if (n->operand(0)->dtype != DType::boolean) fail(n, "if condition must be bool");
+        break;
+      case Op::loop:
+        for (const Node* o : n->operands)
+          if (o->dtype != DType::i32) fail(n, "loop bounds must be i32");
+        break;
+      case Op::kernel:
+        if (n->enclosing_kernel()) fail(n, "nested kernel");
+        break;
+      default: break;
+    }
+  }
+
+  const Program& p_;
+  VerifyOptions opt_;
+  std::unordered_map<const Node*, int> pos_;
+};
+
+}  // namespace
+
+void verify(const Program& p, const VerifyOptions& opt) { Verifier(p, opt).run(); }
+
+}  // namespace ember

@@ -1,0 +1,107 @@
+#include "core/passes/cse.h"
+
+#include <unordered_map>
+#include <unordered_set>
+
+#include "core/passes/pass_util.h"
+
+namespace ember {
+
+namespace {
+
+struct Key {
+  const Node* n;
+  bool operator==(const Key& o) const {
+    const Node* a = n;
+    const Node* b = o.n;
+    return a->op == b->op && a->dtype == b->dtype && a->shape == b->shape && a->operands == b->operands &&
+           a->bits == b->bits && a->axis == b->axis && a->kind == b->kind && a->mode == b->mode && a->flat == b->flat;
+  }
+};
+struct KeyHash {
+  size_t operator()(const Key& k) const {
+    size_t h = static_cast<size_t>(k.n->op) * 31u + k.n->bits + static_cast<size_t>(k.n->axis) * 7u;
+    for (const Node* o : k.n->operands) h = (h ^ reinterpret_cast<size_t>(o)) * 1099511628211ull;
+    for (const Node* d : k.n->shape) h = (h ^ reinterpret_cast<size_t>(d)) * 1099511628211ull;
+    return h;
+  }
+};
+
+class Cse {
+ public:
+  explicit Cse(Program& p) : p_(p) {}
+  bool run() {
+    scope(p_.root());
+    return changed_;
+  }
+
+ private:
+  using Table = std::unordered_map<Key, Node*, KeyHash>;
+
+  bool candidate(const Node* n) const {
+    if (n->op == Op::load) {
+      for (const Node* o : n->operands)
+        if (o->op == Op::var) return false;
+      return true;
+    }
+    if (!has_flag(n->op, F_PURE) || n->op == Op::constant) return false;
+    for (const Node* o : n->operands)
+      if (o->op == Op::var) return false;  // reads a value that changes in program order
+    return true;
+  }
+
+  void invalidate(const std::unordered_set<const Node*>& mems) {
+    if (mems.empty()) return;
+    for (Table& t : tables_)
+      for (auto it = t.begin(); it != t.end();) {
+        if (it->first.n->op == Op::load && mems.count(it->first.n->operand(0))) it = t.erase(it); else ++it;
+      }
+  }
+
+  void scope(Node* s) {
+    tables_.emplace_back();
+    for (Node* c = s->first_child; c;) {
+      Node* next = c->next;
+      if (c->op == Op::loop) {
+        // A write anywhere in a loop body is seen by the next iteration's loads.
+        std::unordered_set<const Node*> writes;
+        memory_effects(c, nullptr, &writes);
+        invalidate(writes);
+      }
+      if (candidate(c)) {
+        Node* found = nullptr;
+        for (auto t = tables_.rbegin(); t != tables_.rend() && !found; ++t) {
+          auto it = t->find(Key{c});
+          if (it != t->end()) found = it->second;
+        }
+        if (found) {
+          p_.replace_all_uses(c, found);
+          p_.erase(c);
+          changed_ = true;
+          c = next;
+          continue;
+        }
+        tables_.back()[Key{c}] = c;
+      }
+      if (c->op == Op::store || c->op == Op::atomic) invalidate({c->operand(0)});
+      if (c->is_scope()) {
+        scope(c);
+        std::unordered_set<const Node*> writes;
+        memory_effects(c, nullptr, &writes);
+        invalidate(writes);
+      }
+      c = next;
+    }
+    tables_.pop_back();
+  }
+
+  Program& p_;
+  std::vector<Table> tables_;
+  bool changed_ = false;
+};
+
+}  // namespace
+
+bool cse(Program& p) { return Cse(p).run(); }
+
+}  // namespace ember

@@ -1,0 +1,95 @@
+#include "core/passes/dce.h"
+
+#include <unordered_set>
+
+namespace ember {
+
+namespace {
+
+// A buffer nobody reads (only stored into, not returned) makes its stores dead.
+bool unread_buffer(const Node* mem) {
+  if (mem->op != Op::buffer) return false;
+  for (const Node* u : mem->users)
+    if (u->op != Op::store || u->operand(0) != mem) return false;
+  return true;
+}
+
+// A var nobody reads (only assigned) makes its sets dead.
+bool unread_var(const Node* v) {
+  for (const Node* u : v->users)
+    if (u->op != Op::set || u->operand(0) != v || u->operand(1) == v) return false;
+  return true;
+}
+
+bool root_effect(const Node* n) {
+  switch (n->op) {
+    case Op::store: return !unread_buffer(n->operand(0));
+    case Op::set: return !unread_var(n->operand(0));
+    case Op::atomic: case Op::output: return true;
+    case Op::input: case Op::scalar_arg: case Op::shape_arg: case Op::constant: return true;
+    default: return false;
+  }
+}
+
+}  // namespace
+
+bool dce(Program& p) {
+  std::unordered_set<const Node*> live;
+  std::vector<Node*> work;
+  auto mark = [&](Node* n) {
+    if (n && live.insert(n).second) work.push_back(n);
+  };
+  std::vector<Node*> all = p.nodes();
+  for (Node* n : all)
+    if (root_effect(n)) mark(n);
+  // break/continue are live when their loop is.
+  while (!work.empty()) {
+    Node* n = work.back();
+    work.pop_back();
+    for (Node* o : n->operands) mark(o);
+    for (Node* d : n->shape) mark(d);
+    for (Node* s = n->parent; s && s != p.root(); s = s->parent) mark(s);
+    if (n->op == Op::else_ && n->prev) mark(n->prev);  // an else needs its if
+    if (n->op == Op::var)
+      for (Node* u : n->users)
+        if (u->op == Op::set && u->operand(0) == n) mark(u);  // a read var needs every assignment
+    if (n->op == Op::loop || n->op == Op::if_ || n->op == Op::else_)
+      for (Node* c = n->first_child; c; c = c->next)
+        if (c->op == Op::break_ || c->op == Op::continue_) mark(c);
+  }
+  // Control statements nested in live ifs inside live loops.
+  bool grew = true;
+  while (grew) {
+    grew = false;
+    for (Node* n : all)
+      if ((n->op == Op::break_ || n->op == Op::continue_) && !live.count(n) && n->parent && live.count(n->parent)) {
+        mark(n);
+        grew = true;
+      }
+    while (!work.empty()) {
+      Node* n = work.back();
+      work.pop_back();
+      for (Node* o : n->operands) mark(o);
+      for (Node* s = n->parent; s && s != p.root(); s = s->parent) mark(s);
+    }
+  }
+  bool changed = false;
+  for (auto it = all.rbegin(); it != all.rend(); ++it) {
+    Node* n = *it;
+    if (n->dead || live.count(n)) continue;
+    // Uses by other dead nodes are gone by now (reverse order); a dead var's sets went first.
+    if (!n->users.empty()) {
+      std::vector<Node*> users = n->users;
+      bool all_dead = true;
+      for (Node* u : users) all_dead &= !live.count(u);
+      if (!all_dead) continue;
+      for (Node* u : users)
+        if (!u->dead) p.erase(u);
+    }
+    p.erase(n);
+    changed = true;
+  }
+  return changed;
+}
+
+}  // namespace ember

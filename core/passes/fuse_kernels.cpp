@@ -1,0 +1,236 @@
+#include "core/passes/fuse_kernels.h"
+
+#include <unordered_map>
+#include <unordered_set>
+
+#include "core/ir/builder.h"
+#include "core/ir/shape.h"
+#include "core/passes/pass_util.h"
+
+namespace ember {
+
+namespace {
+
+// A node placed in a kernel: it runs per element of a non-empty shape, or it is a shaped scope.
+bool device_node(const Node* n) {
+  if (n->is_memory() || n->op == Op::kernel || n->op == Op::output) return false;
+  return !n->shape.empty();
+}
+
+// Pure host computations that may run before an open kernel without changing the result.
+bool hoistable(const Node* n, const Node* group) {
+  if (!has_flag(n->op, F_PURE) || n->is_scope()) return false;
+  for (const Node* o : n->operands)
+    if (o->op == Op::var || (group && o->inside(group))) return false;
+  return true;
+}
+
+class Grouper {
+ public:
+  explicit Grouper(Program& p) : p_(p), b_(p) {}
+
+  // Groups the children of a host-level scope into kernels; recurses into host loops/ifs.
+  bool scope(Node* s) {
+    bool changed = false;
+    close();
+    for (Node* c = s->first_child; c;) {
+      Node* next = c->next;
+      if (c->op == Op::kernel) {
+        close();
+      } else if (device_node(c)) {
+        place(c);
+        changed = true;
+      } else if (c->is_scope()) {
+        close();
+        changed |= scope(c);
+        close();
+      } else if (k_ && hoistable(c, k_)) {
+        p_.unlink(c);
+        p_.insert_before(k_, c);
+      } else {
+        close();
+      }
+      c = next;
+    }
+    close();
+    return changed;
+  }
+
+ private:
+  void close() {
+    k_ = nullptr;
+    reads_.clear();
+    writes_.clear();
+    atomics_.clear();
+  }
+
+  // Whether adding n to the open kernel would make a dependence cross threads.
+  bool conflicts(Node* n) {
+    bool bad = false;
+    walk_subtree(n, [&](Node* x) {
+      if (x->op == Op::load) {
+        Node* m = x->operand(0);
+        if (writes_.count(m) || atomics_.count(m)) bad = true;
+        if (!m->is_memory() && m->inside(k_)) bad = true;  // gathers a value made by other threads
+      }
+      if (x->op == Op::store && (reads_.count(x->operand(0)) || writes_.count(x->operand(0)) || atomics_.count(x->operand(0))))
+        bad = true;
+      if (x->op == Op::atomic && (reads_.count(x->operand(0)) || writes_.count(x->operand(0)))) bad = true;
+    });
+    return bad;
+  }
+
+  void note_effects(Node* n) {
+    walk_subtree(n, [&](Node* x) {
+      if (x->op == Op::load) reads_.insert(x->operand(0));
+      if (x->op == Op::store) writes_.insert(x->operand(0));
+      if (x->op == Op::atomic) atomics_.insert(x->operand(0));
+    });
+  }
+
+  void place(Node* n) {
+    // An else always joins the kernel of its if (the if was the last node placed).
+    bool follows_if = n->op == Op::else_ && k_ && k_->last_child && k_->last_child->op == Op::if_;
+    if (!follows_if && (!k_ || !same_shape(k_->shape, n->shape) || conflicts(n))) {
+      close();
+      b_.set_insert_before(n);
+      b_.loc = n->loc;
+      k_ = b_.kernel(n->shape);
+    }
+    p_.unlink(n);
+    p_.append(k_, n);
+    note_effects(n);
+  }
+
+  Program& p_;
+  Builder b_;
+  Node* k_ = nullptr;
+  std::unordered_set<const Node*> reads_, writes_, atomics_;
+};
+
+// Identity coordinates of `shape` at the builder's insertion point.
+std::vector<Node*> thread_index(Builder& b, const std::vector<Node*>& shape) {
+  std::vector<Node*> idx;
+  for (int a = 0; a < static_cast<int>(shape.size()); ++a) idx.push_back(b.index(a, shape));
+  return idx;
+}
+
+// Values used outside the kernel that made them are stored into buffers and loaded back.
+class Materializer {
+ public:
+  explicit Materializer(Program& p) : p_(p), b_(p) {}
+
+  bool run() {
+    bool changed = false;
+    for (Node* n : p_.nodes()) {
+      if (n->dead) continue;
+      Node* k = n->enclosing_kernel();
+      if (!k || n->dtype == DType::none || n->is_scope()) continue;
+      std::vector<Node*> outside;
+      for (Node* u : n->users)
+        if (!u->inside(k)) outside.push_back(u);
+      if (outside.empty()) continue;
+      if (n->op == Op::var && assigned_outside(n, k)) {
+        var_to_buffer(n);
+      } else {
+        for (Node* u : outside) replace_use(n, k, u);
+      }
+      changed = true;
+    }
+    return changed;
+  }
+
+ private:
+  static bool assigned_outside(Node* v, Node* k) {
+    for (Node* u : v->users)
+      if (u->op == Op::set && u->operand(0) == v && !u->inside(k)) return true;
+    return false;
+  }
+
+  // The buffer that holds n's value, stored at the end of n's kernel.
+  Node* buffer_for(Node* n, Node* k) {
+    auto it = buffers_.find(n);
+    if (it != buffers_.end()) return it->second;
+    b_.set_insert_before(k);
+    b_.loc = n->loc;
+    Node* buf = b_.buffer(n->dtype, n->shape, false);
+    b_.set_insert_end(k);
+    b_.store(buf, n, thread_index(b_, n->shape), n->shape);
+    buffers_[n] = buf;
+    return buf;
+  }
+
+  void replace_use(Node* n, Node* k, Node* u) {
+    // An index node is recomputed in the consumer kernel rather than stored.
+    Node* uk = u->enclosing_kernel();
+    if (n->op == Op::index && uk && same_shape(uk->shape, n->shape)) {
+      b_.set_insert_before(u);
+      Node* copy = b_.index(n->axis, n->shape);
+      swap_operand(u, n, copy);
+      return;
+    }
+    Node* buf = buffer_for(n, k);
+    if (u->op == Op::load && u->operand(0) == n) {
+      p_.set_operand(u, 0, buf);  // a gather from the value becomes a gather from memory
+      bool other_uses = false;
+      for (size_t i = 1; i < u->operands.size(); ++i) other_uses |= u->operands[i] == n;
+      if (!other_uses) return;
+    }
+    if (u->op == Op::output) {
+      swap_operand(u, n, buf);
+      return;
+    }
+    // Elementwise use at the consumer's coordinates (same shape) or of a scalar.
+    b_.set_insert_before(u);
+    b_.loc = u->loc;
+    std::vector<Node*> idx = n->shape.empty() ? std::vector<Node*>{} : thread_index(b_, n->shape);
+    Node* ld = b_.load(buf, idx, n->shape.empty() ? std::vector<Node*>{} : n->shape);
+    swap_operand(u, n, ld);
+  }
+
+  void swap_operand(Node* u, Node* from, Node* to) {
+    for (size_t i = 0; i < u->operands.size(); ++i)
+      if (u->operands[i] == from) p_.set_operand(u, static_cast<int>(i), to);
+  }
+
+  // A var assigned in several kernels lives in memory: init, sets and reads become accesses.
+  void var_to_buffer(Node* v) {
+    Node* k = v->enclosing_kernel();
+    b_.set_insert_before(k);
+    b_.loc = v->loc;
+    Node* buf = b_.buffer(v->dtype, v->shape, false);
+    auto at = [&](Node* where) {
+      b_.set_insert_before(where);
+      return v->shape.empty() ? std::vector<Node*>{} : thread_index(b_, v->shape);
+    };
+    std::vector<Node*> users = v->users;
+    for (Node* u : users) {
+      if (u->op == Op::set && u->operand(0) == v) {
+        std::vector<Node*> idx = at(u);
+        b_.store(buf, u->operand(1), idx, v->shape);
+        p_.erase(u);
+        continue;
+      }
+      std::vector<Node*> idx = at(u);
+      Node* ld = b_.load(buf, idx, v->shape);
+      swap_operand(u, v, ld);
+    }
+    std::vector<Node*> idx = at(v);
+    b_.store(buf, v->operand(0), idx, v->shape);
+    p_.erase(v);
+  }
+
+  Program& p_;
+  Builder b_;
+  std::unordered_map<Node*, Node*> buffers_;
+};
+
+}  // namespace
+
+bool fuse_kernels(Program& p) {
+  bool changed = Grouper(p).scope(p.root());
+  changed |= Materializer(p).run();
+  return changed;
+}
+
+}  // namespace ember

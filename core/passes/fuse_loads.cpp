@@ -1,0 +1,166 @@
+#include "core/passes/fuse_loads.h"
+
+#include <unordered_map>
+#include <unordered_set>
+
+#include "core/ir/builder.h"
+#include "core/ir/shape.h"
+#include "core/passes/pass_util.h"
+
+namespace ember {
+
+namespace {
+
+// Recomputing a producer costs its ops (times loop trips); above this it is stored instead.
+constexpr int64_t kMaxRecomputeCost = 512;
+constexpr int64_t kUnknownTrips = 64;
+
+// The single store that fills buffer `buf` with a value over the whole buffer, or null.
+Node* sole_identity_store(Node* buf) {
+  if (buf->op != Op::buffer) return nullptr;
+  Node* st = nullptr;
+  for (Node* u : buf->users) {
+    if (u->op == Op::load && u->operand(0) == buf) continue;
+    if (u->op != Op::store || st) return nullptr;
+    st = u;
+  }
+  if (!st || st->operand(0) != buf || st->operand(1) == buf) return nullptr;
+  Node* k = st->parent;
+  if (!k || k->op != Op::kernel || !same_shape(k->shape, buf->shape)) return nullptr;
+  for (int a = 0; a < buf->rank(); ++a) {
+    Node* ix = st->operand(2 + a);
+    if (ix->op != Op::index || ix->axis != a) return nullptr;
+  }
+  return st;
+}
+
+class Cone {
+ public:
+  explicit Cone(Node* k) : k_(k) {}
+
+  // Adds v and everything in the kernel it depends on. False if some part cannot be recomputed.
+  bool add(Node* v) {
+    if (!v->inside(k_) || v->op == Op::index || keep.count(v)) return true;
+    if (v->op == Op::store || v->op == Op::atomic) return false;
+    keep.insert(v);
+    for (Node* o : v->operands)
+      if (!add(o)) return false;
+    for (Node* s = v->parent; s != k_; s = s->parent)
+      if (!add(s)) return false;
+    if (v->op == Op::else_ && !add(v->prev)) return false;
+    if (v->op == Op::var)
+      for (Node* u : v->users)
+        if (u->op == Op::set && u->operand(0) == v && !add(u)) return false;
+    if (v->op == Op::loop) {
+      bool ok = true;
+      walk_subtree(v, [&](Node* x) {
+        if (x->op == Op::break_ || x->op == Op::continue_) ok = ok && add(x);
+      });
+      if (!ok) return false;
+    }
+    if (v->op == Op::load) reads.insert(v->operand(0));
+    return true;
+  }
+
+  int64_t cost() const {
+    int64_t total = 0;
+    for (Node* n : keep) {
+      int64_t c = op_info(n->op).cost;
+      for (Node* s = n->parent; s != k_; s = s->parent) {
+        if (s->op != Op::loop) continue;
+        Node* b = s->operand(0);
+        Node* e = s->operand(1);
+        Node* st = s->operand(2);
+        int64_t trips = kUnknownTrips;
+        if (b->op == Op::constant && e->op == Op::constant && st->op == Op::constant && st->i() > 0)
+          trips = std::max<int64_t>(0, (e->i() - b->i() + st->i() - 1) / st->i());
+        c *= trips;
+      }
+      total += c;
+    }
+    return total;
+  }
+
+  std::unordered_set<Node*> keep;
+  std::unordered_set<const Node*> reads;
+
+ private:
+  Node* k_;
+};
+
+// Whether any memory in `reads` may be written after kernel k1 starts and before `load` runs
+// (including later iterations of loops around the load that do not contain k1).
+bool written_between(const Program& p, Node* k1, Node* load, const std::unordered_set<const Node*>& reads,
+                     const std::unordered_map<const Node*, int>& pos) {
+  if (reads.empty()) return false;
+  int from = pos.at(k1), to = pos.at(load);
+  std::vector<const Node*> loops;
+  for (Node* s = load->parent; s; s = s->parent)
+    if (s->op == Op::loop && !k1->inside(s)) loops.push_back(s);
+  bool hit = false;
+  p.for_each([&](Node* x) {
+    if (hit || (x->op != Op::store && x->op != Op::atomic) || !reads.count(x->operand(0))) return;
+    int at = pos.at(x);
+    if (at > from && at < to) hit = true;
+    for (const Node* l : loops)
+      if (x->inside(l)) hit = true;
+  });
+  return hit;
+}
+
+bool fuse_one(Program& p, Node* load, const std::unordered_map<const Node*, int>& pos) {
+  Node* buf = load->operand(0);
+  Node* st = sole_identity_store(buf);
+  if (!st) return false;
+  Node* k1 = st->parent;
+  Node* k2 = load->enclosing_kernel();
+  if (!k2 || k2 == k1 || pos.at(k1) >= pos.at(load)) return false;
+  Node* v = st->operand(1);
+  Cone cone(k1);
+  if (!cone.add(v) || cone.cost() > kMaxRecomputeCost) return false;
+  if (cone.reads.count(buf) || written_between(p, k1, load, cone.reads, pos)) return false;
+  // Everything the cone uses from outside k1 must be visible at the load.
+  for (Node* n : cone.keep)
+    for (Node* o : n->operands)
+      if (!o->inside(k1) && o->enclosing_kernel() != nullptr && o->enclosing_kernel() != k2) return false;
+
+  Builder b(p);
+  b.set_insert_before(load);
+  b.loc = load->loc;
+  std::unordered_map<Node*, Node*> map;
+  // k1's coordinates become the load's indices.
+  walk_subtree(k1, [&](Node* x) {
+    if (x->op == Op::index) map[x] = load->operand(1 + x->axis);
+  });
+  clone_nodes(b, k1, cone.keep, map, load->shape);
+  Node* value = map.count(v) ? map[v] : (v->op == Op::index ? map[v] : v);
+  p.replace_all_uses(load, value);
+  p.erase(load);
+  return true;
+}
+
+}  // namespace
+
+bool fuse_loads(Program& p) {
+  bool changed = false;
+  for (int round = 0; round < 4096; ++round) {
+    auto pos = program_positions(p);
+    std::vector<Node*> loads;
+    p.for_each([&](Node* n) {
+      if (n->op == Op::load && !n->flat && n->operand(0)->op == Op::buffer && n->enclosing_kernel()) loads.push_back(n);
+    });
+    bool any = false;
+    for (Node* l : loads) {
+      if (l->dead) continue;
+      if (fuse_one(p, l, pos)) {
+        any = true;
+        break;  // positions changed; recompute them
+      }
+    }
+    if (!any) break;
+    changed = true;
+  }
+  return changed;
+}
+
+}  // namespace ember

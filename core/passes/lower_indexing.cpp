@@ -1,0 +1,78 @@
+#include "core/passes/lower_indexing.h"
+#include <algorithm>
+
+#include "core/ir/builder.h"
+#include "core/ir/shape.h"
+
+namespace ember {
+
+namespace {
+
+// Whether i is certainly in [0, d) without clamping.
+bool in_range(const Node* i, const Node* d, const Node* kernel) {
+  if (i->op == Op::constant) return i->i() >= 0 && const_dim(d) > i->i();
+  if (i->op == Op::index && kernel && i->axis < kernel->rank() && same_dim(kernel->shape[static_cast<size_t>(i->axis)], d))
+    return true;
+  if (i->op == Op::loop) {
+    const Node* b = i->operand(0);
+    const Node* e = i->operand(1);
+    const Node* s = i->operand(2);
+    if (b->op != Op::constant || b->i() < 0 || s->op != Op::constant || s->i() <= 0) return false;
+    if (same_dim(e, d)) return true;
+    return e->op == Op::constant && const_dim(d) >= e->i();
+  }
+  return false;
+}
+
+}  // namespace
+
+bool lower_indexing(Program& p) {
+  Builder b(p);
+  bool changed = false;
+  for (Node* n : p.nodes()) {
+    if ((n->op != Op::load && n->op != Op::store && n->op != Op::atomic) || n->flat) continue;
+    Node* mem = n->operand(0);
+    Node* k = n->enclosing_kernel();
+    int first = n->first_index_operand();
+    int rank = mem->rank();
+    // Host-side strides and bounds go before the kernel (or the host access).
+    Node* host_pos = k ? k : n;
+    Node* flat = nullptr;
+    for (int a = 0; a < rank; ++a) {
+      Node* d = mem->shape[static_cast<size_t>(a)];
+      b.loc = n->loc;
+      b.set_insert_before(n);
+      Node* i = n->operand(first + a);
+      if (i->dtype != DType::i32) i = b.cast(i, DType::i32);
+      if (n->mode == IndexMode::clamp && !in_range(i, d, k)) {
+        b.set_insert_before(host_pos);
+        Node* hi = b.binary(Op::sub, d, b.i32(1));
+        b.set_insert_before(n);
+        i = b.binary(Op::min, b.binary(Op::max, i, b.i32(0)), hi);
+      } else if (n->mode == IndexMode::wrap) {
+        i = b.binary(Op::mod, i, d);
+      }
+      if (!flat) {
+        flat = i;
+      } else {
+        flat = b.binary(Op::add, b.binary(Op::mul, flat, d), i);
+      }
+    }
+    if (!flat) flat = b.i32(0);
+    std::vector<Node*> ops(n->operands.begin(), n->operands.begin() + first);
+    ops.push_back(flat);
+    for (int i = static_cast<int>(n->operands.size()) - 1; i >= first; --i) {
+      Node* o = n->operands[static_cast<size_t>(i)];
+      n->operands.pop_back();
+      auto it = std::find(o->users.begin(), o->users.end(), n);
+      o->users.erase(it);
+    }
+    p.add_operand(n, flat);
+    n->flat = true;
+    n->mode = IndexMode::unsafe;
+    changed = true;
+  }
+  return changed;
+}
+
+}  // namespace ember

@@ -1,0 +1,66 @@
+#include "core/passes/pass_util.h"
+
+namespace ember {
+
+std::unordered_map<const Node*, int> program_positions(const Program& p) {
+  std::unordered_map<const Node*, int> pos;
+  int k = 0;
+  pos[p.root()] = k++;
+  p.for_each([&](Node* n) { pos[n] = k++; });
+  return pos;
+}
+
+void walk_subtree(Node* n, const std::function<void(Node*)>& f) {
+  f(n);
+  for (Node* c = n->first_child; c;) {
+    Node* next = c->next;
+    walk_subtree(c, f);
+    c = next;
+  }
+}
+
+void memory_effects(const Node* n, std::unordered_set<const Node*>* reads, std::unordered_set<const Node*>* writes) {
+  walk_subtree(const_cast<Node*>(n), [&](Node* x) {
+    if (x->op == Op::load && reads) reads->insert(x->operand(0));
+    if ((x->op == Op::store || x->op == Op::atomic) && writes) writes->insert(x->operand(0));
+    if (x->op == Op::atomic && reads) reads->insert(x->operand(0));
+  });
+}
+
+bool is_device_scope(const Node* n) {
+  if (n->op == Op::kernel) return true;
+  return n->is_scope() && !n->shape.empty();
+}
+
+static void clone_rec(Builder& b, Node* scope, const std::unordered_set<Node*>& keep,
+                      std::unordered_map<Node*, Node*>& map, const std::vector<Node*>& shape) {
+  Program& p = b.program();
+  for (Node* c = scope->first_child; c; c = c->next) {
+    if (!keep.count(c)) continue;
+    std::vector<Node*> ops;
+    for (Node* o : c->operands) {
+      auto it = map.find(o);
+      ops.push_back(it != map.end() ? it->second : o);
+    }
+    Node* n = p.create(c->op, c->dtype, c->shape.empty() ? std::vector<Node*>{} : shape, ops);
+    n->bits = c->bits; n->axis = c->axis; n->kind = c->kind; n->axes = c->axes; n->keepdims = c->keepdims;
+    n->mode = c->mode; n->flat = c->flat; n->zero_init = c->zero_init; n->index = c->index; n->name = c->name;
+    n->loc = c->loc;
+    if (b.before()) p.insert_before(b.before(), n); else p.append(b.scope(), n);
+    map[c] = n;
+    if (c->is_scope()) {
+      Node* saved_scope = b.scope();
+      Node* saved_before = b.before();
+      b.set_insert_end(n);
+      clone_rec(b, c, keep, map, shape);
+      if (saved_before) b.set_insert_before(saved_before); else b.set_insert_end(saved_scope);
+    }
+  }
+}
+
+void clone_nodes(Builder& b, Node* src_scope, const std::unordered_set<Node*>& keep,
+                 std::unordered_map<Node*, Node*>& map, const std::vector<Node*>& shape) {
+  clone_rec(b, src_scope, keep, map, shape);
+}
+
+}  // namespace ember

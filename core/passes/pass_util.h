@@ -1,0 +1,33 @@
+// Helpers shared by several passes: program-order positions, memory effects of a subtree,
+// and cloning a set of nodes with substitutions. Not a pass itself.
+#pragma once
+#include <functional>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "core/ir/builder.h"
+#include "core/ir/node.h"
+
+namespace ember {
+
+// Pre-order position of every live node (the root is 0).
+std::unordered_map<const Node*, int> program_positions(const Program& p);
+
+// Memories read / written by `n` and everything inside it.
+void memory_effects(const Node* n, std::unordered_set<const Node*>* reads, std::unordered_set<const Node*>* writes);
+
+// Whether `n` (host level) runs per element of a non-empty shape: a kernel, or a shaped scope.
+bool is_device_scope(const Node* n);
+
+// Calls f on n and every node inside it (pre-order).
+void walk_subtree(Node* n, const std::function<void(Node*)>& f);
+
+// Copies the nodes of `keep` that lie inside `src_scope` (in program order, keeping their
+// nesting) to the builder's insertion point. `map` holds substitutions for values defined
+// elsewhere (e.g. index nodes) and receives old -> new for every copy. Copies get `shape`
+// when they had a non-empty shape.
+void clone_nodes(Builder& b, Node* src_scope, const std::unordered_set<Node*>& keep,
+                 std::unordered_map<Node*, Node*>& map, const std::vector<Node*>& shape);
+
+}  // namespace ember

@@ -1,0 +1,102 @@
+#include "core/passes/pipeline.h"
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "core/ir/printer.h"
+#include "core/ir/verifier.h"
+#include "core/passes/check_shapes.h"
+#include "core/passes/cse.h"
+#include "core/passes/dce.h"
+#include "core/passes/form_kernels.h"
+#include "core/passes/fuse_kernels.h"
+#include "core/passes/fuse_loads.h"
+#include "core/passes/lower_algorithms.h"
+#include "core/passes/lower_indexing.h"
+#include "core/passes/simplify.h"
+#include "core/passes/split_host.h"
+
+namespace ember {
+
+// The whole compiler, in order. A step marked `cleanup` is the simplify/cse/dce group, which
+// runs until nothing changes.
+namespace {
+struct Step {
+  PassInfo pass;
+  bool cleanup;
+};
+const std::vector<Step>& steps() {
+  static const std::vector<Step> s = {
+      {{"check_shapes", check_shapes}, false},
+      {{"lower_algorithms", lower_algorithms}, false},
+      {{"cleanup", nullptr}, true},
+      {{"fuse_kernels", fuse_kernels}, false},
+      {{"fuse_loads", fuse_loads}, false},
+      {{"cleanup", nullptr}, true},
+      {{"form_kernels", form_kernels}, false},
+      {{"lower_indexing", lower_indexing}, false},
+      {{"cleanup", nullptr}, true},
+      {{"split_host", split_host}, false},
+  };
+  return s;
+}
+const PassInfo kCleanup[] = {{"simplify", simplify}, {"cse", cse}, {"dce", dce}};
+
+bool debug_has(const char* what) {
+  const char* d = std::getenv("EMBER_DEBUG");
+  return d && std::strstr(d, what);
+}
+}  // namespace
+
+const std::vector<PassInfo>& pipeline_passes() {
+  static const std::vector<PassInfo> list = [] {
+    std::vector<PassInfo> out;
+    for (const Step& s : steps()) {
+      if (!s.cleanup) { out.push_back(s.pass); continue; }
+      for (const PassInfo& c : kCleanup) {
+        bool seen = false;
+        for (const PassInfo& o : out) seen |= std::strcmp(o.name, c.name) == 0;
+        if (!seen) out.push_back(c);
+      }
+    }
+    return out;
+  }();
+  return list;
+}
+
+std::vector<PassRecord> run_pipeline(Program& p, const PipelineOptions& opt) {
+  std::vector<PassRecord> records;
+  const bool show_ir = debug_has("ir");
+  const bool show_time = debug_has("time");
+  bool kernels_formed = false;
+  if (opt.stages) (*opt.stages)["traced"] = print_program(p);
+  auto run = [&](const PassInfo& pass) {
+    auto t0 = std::chrono::steady_clock::now();
+    bool changed = pass.fn(p);
+    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    records.push_back({pass.name, ms, changed});
+    if (std::strcmp(pass.name, "fuse_kernels") == 0) kernels_formed = true;
+    if (opt.verify) verify(p, VerifyOptions{kernels_formed});
+    if (show_time) std::fprintf(stderr, "ember: %-18s %8.3f ms%s\n", pass.name, ms, changed ? "" : " (no change)");
+    if (changed && show_ir) std::fprintf(stderr, "ember: IR after %s:\n%s", pass.name, print_program(p).c_str());
+    if (opt.stages) (*opt.stages)[pass.name] = print_program(p);
+    return changed;
+  };
+  for (const Step& s : steps()) {
+    if (!s.cleanup) {
+      run(s.pass);
+      continue;
+    }
+    for (int round = 0; round < 16; ++round) {
+      bool any = false;
+      for (const PassInfo& c : kCleanup) any |= run(c);
+      if (!any) break;
+    }
+  }
+  if (opt.stages) (*opt.stages)["final"] = print_program(p);
+  return records;
+}
+
+}  // namespace ember

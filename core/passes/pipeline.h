@@ -1,0 +1,35 @@
+// The compiler pipeline: every pass in order, one line each, in pipeline.cpp. A pass is a free
+// function `bool pass(Program&)` that returns whether it changed the IR.
+#pragma once
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/ir/node.h"
+
+namespace ember {
+
+using PassFn = bool (*)(Program&);
+struct PassInfo {
+  const char* name;
+  PassFn fn;
+};
+struct PassRecord {
+  std::string name;
+  double ms = 0;
+  bool changed = false;
+};
+
+struct PipelineOptions {
+  bool verify = false;                 // run the verifier after every pass (tests do)
+  std::map<std::string, std::string>* stages = nullptr;  // printed IR after each pass, if set
+};
+
+// The passes in order (groups like simplify/cse/dce appear once; run_pipeline repeats them).
+const std::vector<PassInfo>& pipeline_passes();
+// Runs the whole pipeline. EMBER_DEBUG=ir prints the IR after every pass that changed it;
+// EMBER_DEBUG=time prints each pass's time.
+std::vector<PassRecord> run_pipeline(Program& p, const PipelineOptions& opt = {});
+
+}  // namespace ember

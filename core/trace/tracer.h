@@ -1,0 +1,105 @@
+// Tracing: the user-level operations that the Python front end (and C++ users) call while a
+// traced function runs. Does dtype promotion, NumPy broadcasting (made explicit as loads with
+// broadcast indices), NumPy-style indexing, scopes for control flow, and reports user errors
+// with the source line set in `loc`.
+#pragma once
+#include <memory>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "core/ir/builder.h"
+#include "core/ir/node.h"
+
+namespace ember {
+
+// One dimension of an argument annotation: fixed (int), symbolic (named) or free.
+struct DimSpec {
+  enum Kind { fixed, symbolic, free } kind = fixed;
+  int64_t size = 0;
+  std::string name;
+};
+
+// One item of an index expression A[...]: a tensor/scalar index, a slice, or a new axis.
+struct IndexItem {
+  enum Kind { tensor, slice, newaxis, ellipsis } kind = tensor;
+  Node* value = nullptr;                    // tensor: integer index values (any shape)
+  std::optional<int64_t> start, stop;       // slice bounds as in Python (None = default)
+  int64_t step = 1;
+};
+
+class Tracer {
+ public:
+  explicit Tracer(const std::string& name);
+  Program& program() { return *prog_; }
+  std::unique_ptr<Program> release() { return std::move(prog_); }
+  Builder& builder() { return b_; }
+  void set_loc(const std::string& file, int line) { b_.loc = SourceLoc{file, line}; }
+  const SourceLoc& loc() const { return b_.loc; }
+
+  // Arguments, in positional order.
+  Node* input(DType t, const std::vector<DimSpec>& dims, const std::string& name);
+  Node* scalar(DType t, const std::string& name);
+  void output(Node* value);
+
+  Node* constant(double v, DType t);
+  Node* unary(Op op, Node* x);                // float-only ops convert integer inputs to f32
+  Node* binary(Op op, Node* a, Node* b);      // promotes and broadcasts
+  Node* select(Node* c, Node* a, Node* b);
+  Node* cast(Node* x, DType t);
+  Node* bitcast(Node* x, DType t);
+  Node* broadcast_to(Node* x, const std::vector<Node*>& shape);
+
+  Node* indices(const std::vector<Node*>& shape, int axis);
+  Node* dim(Node* x, int axis);               // x.shape[axis] as a scalar i32 value
+  Node* gather(Node* x, const std::vector<IndexItem>& items, IndexMode m = IndexMode::clamp);
+  void scatter(Node* mem, const std::vector<IndexItem>& items, Node* value, IndexMode m = IndexMode::clamp);
+  Node* atomic(AtomicKind k, Node* target_load, Node* value);
+
+  Node* reduce(ReduceKind k, Node* x, std::vector<int> axes, bool keepdims);  // empty axes: all
+  Node* mean(Node* x, std::vector<int> axes, bool keepdims);
+
+  Node* zeros(const std::vector<Node*>& shape, DType t);
+  Node* buffer(const std::vector<Node*>& shape, DType t);
+
+  // Control flow. Every begin_* is matched by end_scope().
+  Node* begin_loop(Node* begin, Node* end, Node* step);
+  Node* begin_if(Node* cond);
+  Node* begin_else();
+  std::vector<Node*> begin_kernel(const std::vector<Node*>& shape);
+  void end_scope();
+  void break_();
+  void continue_();
+  Node* var(Node* init);
+  void set(Node* var, Node* value);
+
+  // A dimension node from an int or an existing scalar i32 value.
+  Node* dim_const(int64_t v);
+  // Shape of the innermost open scope ([] at host level).
+  const std::vector<Node*>& scope_shape() const;
+
+ private:
+  std::vector<Node*> broadcast_shapes(const std::vector<Node*>& a, const std::vector<Node*>& b);
+  Node* gather_at(Node* x, const std::vector<Node*>& idx, const std::vector<Node*>& shape, IndexMode m);
+  Node* substitute(Node* e, const std::vector<Node*>& from_shape, const std::vector<Node*>& idx,
+                   const std::vector<Node*>& shape, bool& ok);
+  struct Resolved;
+  Resolved resolve(Node* x, const std::vector<IndexItem>& items);
+  Node* to_dtype(Node* v, DType t);
+  std::vector<Node*> broadcast_index(Node* x, const std::vector<Node*>& shape);
+
+ public:
+  // A memory used as a value reads it element by element (an identity load).
+  Node* value(Node* x);
+
+ private:
+
+  std::unique_ptr<Program> prog_;
+  Builder b_;
+  int num_args_ = 0;
+  int num_outputs_ = 0;
+  std::vector<Node*> scopes_;
+};
+
+}  // namespace ember

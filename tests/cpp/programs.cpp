@@ -1,0 +1,182 @@
+#include "programs.h"
+
+#include <cmath>
+#include <cstring>
+#include <sstream>
+
+#include "core/ir/shape.h"
+
+namespace ember::testing {
+
+namespace {
+
+DimSpec sym(const std::string& n) { DimSpec d; d.kind = DimSpec::symbolic; d.name = n; return d; }
+DimSpec fixed(int64_t v) { DimSpec d; d.kind = DimSpec::fixed; d.size = v; return d; }
+IndexItem all() { IndexItem i; i.kind = IndexItem::slice; return i; }
+IndexItem newaxis() { IndexItem i; i.kind = IndexItem::newaxis; return i; }
+IndexItem at(Node* v) { IndexItem i; i.kind = IndexItem::tensor; i.value = v; return i; }
+
+// The DESIGN §5 N-body step.
+std::unique_ptr<Program> nbody() {
+  Tracer t("nbody");
+  Node* X = t.input(DType::f32, {sym("N"), fixed(3)}, "X");
+  Node* V = t.input(DType::f32, {sym("N"), fixed(3)}, "V");
+  Node* dt = t.scalar(DType::f32, "dt");
+  Node* d = t.binary(Op::sub, t.gather(X, {all(), newaxis(), all()}), t.gather(X, {newaxis(), all(), all()}));
+  Node* r2 = t.binary(Op::add, t.reduce(ReduceKind::sum, t.binary(Op::mul, d, d), {-1}, true), t.constant(1e-4, DType::f32));
+  Node* f = t.reduce(ReduceKind::sum, t.binary(Op::div, t.unary(Op::neg, d), t.binary(Op::mul, r2, t.unary(Op::sqrt, r2))),
+                     {1}, false);
+  Node* V2 = t.binary(Op::add, V, t.binary(Op::mul, f, dt));
+  t.output(t.binary(Op::add, X, t.binary(Op::mul, V2, dt)));
+  t.output(V2);
+  return t.release();
+}
+
+// Elementwise chain with broadcasting of a row and a column, and a mean.
+std::unique_ptr<Program> broadcast_chain() {
+  Tracer t("broadcast_chain");
+  Node* A = t.input(DType::f32, {sym("N"), sym("M")}, "A");
+  Node* r = t.input(DType::f32, {sym("M")}, "r");
+  Node* c = t.input(DType::f32, {sym("N"), fixed(1)}, "c");
+  Node* y = t.binary(Op::mul, t.unary(Op::exp, t.binary(Op::sub, A, r)), c);
+  t.output(t.mean(y, {1}, false));
+  t.output(t.reduce(ReduceKind::max, y, {0}, true));
+  return t.release();
+}
+
+// A host loop of kernels that updates a buffer in place, a gather and a scatter.
+std::unique_ptr<Program> host_loop() {
+  Tracer t("host_loop");
+  Node* A = t.input(DType::f32, {sym("N")}, "A");
+  Node* B = t.zeros({A->shape[0]}, DType::f32);
+  Node* i = t.indices({A->shape[0]}, 0);
+  t.scatter(B, {at(i)}, t.binary(Op::mul, A, t.constant(2, DType::f32)));
+  Node* k = t.begin_loop(t.constant(0, DType::i32), t.constant(3, DType::i32), t.constant(1, DType::i32));
+  Node* shifted = t.gather(B, {at(t.binary(Op::add, i, t.constant(1, DType::i32)))});
+  Node* upd = t.binary(Op::add, shifted, t.cast(k, DType::f32));
+  t.scatter(B, {at(i)}, upd);
+  t.end_scope();
+  t.output(t.binary(Op::add, t.value(B), A));
+  t.output(t.reduce(ReduceKind::sum, B, {}, false));
+  return t.release();
+}
+
+// An explicit kernel with per-thread control flow, a var, break and an atomic histogram.
+std::unique_ptr<Program> explicit_kernel() {
+  Tracer t("explicit_kernel");
+  Node* A = t.input(DType::f32, {sym("N")}, "A");
+  Node* H = t.zeros({t.dim_const(4)}, DType::i32);
+  Node* out = t.zeros({A->shape[0]}, DType::f32);
+  std::vector<Node*> idx = t.begin_kernel({A->shape[0]});
+  Node* a = t.gather(A, {at(idx[0])});
+  Node* acc = t.var(t.constant(0, DType::f32));
+  t.begin_loop(t.constant(0, DType::i32), t.constant(10, DType::i32), t.constant(1, DType::i32));
+  t.set(acc, t.binary(Op::add, acc, a));
+  t.begin_if(t.binary(Op::gt, acc, t.constant(2.5, DType::f32)));
+  t.break_();
+  t.end_scope();
+  t.end_scope();
+  t.begin_if(t.binary(Op::gt, a, t.constant(0.5, DType::f32)));
+  t.scatter(out, {at(idx[0])}, acc);
+  t.end_scope();
+  t.begin_else();
+  t.scatter(out, {at(idx[0])}, t.unary(Op::neg, a));
+  t.end_scope();
+  Node* bin = t.cast(t.binary(Op::mul, a, t.constant(3.99, DType::f32)), DType::i32);
+  t.atomic(AtomicKind::add, t.gather(H, {at(bin)}), t.constant(1, DType::i32));
+  t.end_scope();
+  t.output(out);
+  t.output(H);
+  return t.release();
+}
+
+// Integer math, comparisons, select and a per-element if on a tensor condition.
+std::unique_ptr<Program> int_math() {
+  Tracer t("int_math");
+  Node* A = t.input(DType::i32, {sym("N")}, "A");
+  Node* s = t.scalar(DType::i32, "s");
+  Node* q = t.binary(Op::div, A, s);
+  Node* m = t.binary(Op::mod, A, s);
+  Node* w = t.select(t.binary(Op::lt, A, t.constant(0, DType::i32)), q, m);
+  Node* v = t.var(w);
+  t.begin_if(t.binary(Op::gt, A, t.constant(3, DType::i32)));
+  t.set(v, t.binary(Op::bxor, v, A));
+  t.end_scope();
+  t.output(v);
+  t.output(t.reduce(ReduceKind::sum, t.binary(Op::mul, A, A), {}, false));
+  return t.release();
+}
+
+}  // namespace
+
+std::vector<TestProgram> test_programs() {
+  return {
+      {"nbody", nbody, 1},
+      {"broadcast_chain", broadcast_chain, -1},
+      {"host_loop", host_loop, -1},
+      {"explicit_kernel", explicit_kernel, 1},
+      {"int_math", int_math, -1},
+  };
+}
+
+std::vector<ArgValue> random_args(const Program& p, std::mt19937& rng, int64_t sym_size) {
+  std::vector<ArgValue> out;
+  std::uniform_real_distribution<float> uf(-1.f, 1.f);
+  std::uniform_int_distribution<int32_t> ui(-20, 20);
+  for (Node* a : p.args) {
+    if (a->op == Op::scalar_arg) {
+      uint32_t w = a->dtype == DType::f32 ? f2w(0.01f + std::fabs(uf(rng))) : i2w(ui(rng) % 5 + (ui(rng) > 0 ? 7 : -7));
+      out.push_back(ArgValue::of_word(w));
+      continue;
+    }
+    std::vector<int64_t> shape;
+    for (Node* d : a->shape) shape.push_back(d->op == Op::constant ? d->i() : sym_size);
+    HostTensor t = HostTensor::alloc(a->dtype, shape, false);
+    for (int64_t i = 0; i < t.size(); ++i) {
+      float f = uf(rng);
+      if (f == 0.f) f = 0.5f;
+      t.data[i] = a->dtype == DType::f32 ? f2w(f) : i2w(ui(rng));
+    }
+    out.push_back(ArgValue::of_tensor(t));
+  }
+  return out;
+}
+
+std::vector<ArgValue> copy_args(const std::vector<ArgValue>& a) {
+  std::vector<ArgValue> out;
+  for (const ArgValue& v : a) {
+    if (!v.is_tensor) { out.push_back(v); continue; }
+    HostTensor t = HostTensor::alloc(v.tensor.dtype, v.tensor.shape, false);
+    std::memcpy(t.data, v.tensor.data, static_cast<size_t>(t.size()) * 4);
+    out.push_back(ArgValue::of_tensor(t));
+  }
+  return out;
+}
+
+std::string compare(const std::vector<HostTensor>& want, const std::vector<HostTensor>& got, double rtol) {
+  std::ostringstream os;
+  if (want.size() != got.size()) return "output count differs";
+  for (size_t k = 0; k < want.size(); ++k) {
+    const HostTensor& a = want[k];
+    const HostTensor& b = got[k];
+    if (a.shape != b.shape || a.dtype != b.dtype) return "output " + std::to_string(k) + ": shape or dtype differs";
+    double scale = 1e-6;
+    for (int64_t i = 0; i < a.size(); ++i)
+      if (a.dtype == DType::f32) scale = std::max(scale, std::fabs(static_cast<double>(w2f(a.data[i]))));
+    for (int64_t i = 0; i < a.size(); ++i) {
+      bool ok = a.dtype == DType::f32
+                    ? std::fabs(static_cast<double>(w2f(a.data[i]) - w2f(b.data[i]))) <=
+                          rtol * scale + rtol * std::fabs(static_cast<double>(w2f(a.data[i])))
+                    : a.data[i] == b.data[i];
+      if (!ok) {
+        os << "output " << k << " element " << i << ": want "
+           << (a.dtype == DType::f32 ? std::to_string(w2f(a.data[i])) : std::to_string(w2i(a.data[i]))) << " got "
+           << (a.dtype == DType::f32 ? std::to_string(w2f(b.data[i])) : std::to_string(w2i(b.data[i])));
+        return os.str();
+      }
+    }
+  }
+  return "";
+}
+
+}  // namespace ember::testing

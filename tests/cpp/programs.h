@@ -1,0 +1,31 @@
+// Small traced programs shared by the C++ tests, built with the C++ tracing API, plus helpers
+// to make random arguments and compare interpreter results.
+#pragma once
+#include <functional>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/interp/interp.h"
+#include "core/trace/tracer.h"
+
+namespace ember::testing {
+
+struct TestProgram {
+  std::string name;
+  std::function<std::unique_ptr<Program>()> build;
+  int kernels = -1;  // expected kernel count after the pipeline (-1: not checked)
+};
+
+// Every program the pass tests run.
+std::vector<TestProgram> test_programs();
+
+// Random arguments for p (tensors of the given concrete dims for symbolic dims, default 7).
+std::vector<ArgValue> random_args(const Program& p, std::mt19937& rng, int64_t sym = 7);
+// Deep copy of arguments (programs may write into their inputs).
+std::vector<ArgValue> copy_args(const std::vector<ArgValue>& a);
+// Empty string when equal within rtol/atol (floats) or exactly (integers); else a description.
+std::string compare(const std::vector<HostTensor>& want, const std::vector<HostTensor>& got, double rtol = 1e-4);
+
+}  // namespace ember::testing
