@@ -62,6 +62,12 @@ Node* Builder::constant(DType t, uint32_t bits) {
   size_t key = hash_key(Op::constant, t, {}, {}, bits);
   for (Node* c : vn_[key])
     if (!c->dead && c->bits == bits && c->dtype == t && c->parent) return c;
+  // Another builder may have made it already: constants sit in the leading leaves of the root.
+  for (Node* c = prog_.root()->first_child; c && has_flag(c->op, F_LEAF); c = c->next)
+    if (c->op == Op::constant && c->dtype == t && c->bits == bits) {
+      vn_[key].push_back(c);
+      return c;
+    }
   Node* n = prog_.create(Op::constant, t);
   n->bits = bits;
   // After the leading run of leaves at the top of the program.

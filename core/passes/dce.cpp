@@ -14,17 +14,10 @@ bool unread_buffer(const Node* mem) {
   return true;
 }
 
-// A var nobody reads (only assigned) makes its sets dead.
-bool unread_var(const Node* v) {
-  for (const Node* u : v->users)
-    if (u->op != Op::set || u->operand(0) != v || u->operand(1) == v) return false;
-  return true;
-}
-
 bool root_effect(const Node* n) {
   switch (n->op) {
     case Op::store: return !unread_buffer(n->operand(0));
-    case Op::set: return !unread_var(n->operand(0));
+    // A set matters only if its var is read by something live (marked through the var below).
     case Op::atomic: case Op::output: return true;
     case Op::input: case Op::scalar_arg: case Op::shape_arg: case Op::constant: return true;
     default: return false;
@@ -62,9 +55,13 @@ bool dce(Program& p) {
   while (grew) {
     grew = false;
     for (Node* n : all)
-      if ((n->op == Op::break_ || n->op == Op::continue_) && !live.count(n) && n->parent && live.count(n->parent)) {
-        mark(n);
-        grew = true;
+      if ((n->op == Op::break_ || n->op == Op::continue_) && !live.count(n)) {
+        Node* loop = n->parent;
+        while (loop && loop->op != Op::loop) loop = loop->parent;
+        if (loop && live.count(loop)) {
+          mark(n);
+          grew = true;
+        }
       }
     while (!work.empty()) {
       Node* n = work.back();

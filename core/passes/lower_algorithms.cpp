@@ -20,7 +20,9 @@ void lower_reduce(Program& p, Node* r) {
   bool host_level = !r->enclosing_kernel() && out.empty();
   for (Node* s = r->parent; s; s = s->parent)
     if (is_device_scope(s)) host_level = false;
+  Node* result_buffer = nullptr;
   if (host_level) {
+    result_buffer = b.buffer(r->dtype, {}, false);
     Node* k = b.kernel({});
     b.set_insert_end(k);
   }
@@ -53,7 +55,16 @@ void lower_reduce(Program& p, Node* r) {
     case ReduceKind::all: next = b.binary(Op::land, acc, v); break;
   }
   b.set(acc, next);
-  p.replace_all_uses(r, acc);
+  Node* result = acc;
+  if (result_buffer) {
+    // The one-thread kernel leaves its result in memory; the host reads it back.
+    Node* k = acc->parent;
+    b.set_insert_end(k);
+    b.store(result_buffer, acc, {}, {});
+    b.set_insert_before(r);
+    result = b.load(result_buffer, {}, {});
+  }
+  p.replace_all_uses(r, result);
   p.erase(r);
 }
 

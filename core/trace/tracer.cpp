@@ -44,7 +44,9 @@ Node* Tracer::scalar(DType t, const std::string& name) { return b_.scalar_arg(t,
 
 void Tracer::output(Node* value) {
   if (!scopes_.empty()) EMBER_USER_ERROR(Error, loc(), "return inside an open scope (loop/if/kernel)");
-  b_.output(this->value(value), num_outputs_++);
+  // A buffer made by the program is returned as it is; an argument is copied so the result
+  // never aliases the caller's input.
+  b_.output(value->op == Op::buffer ? value : this->value(value), num_outputs_++);
 }
 
 Node* Tracer::constant(double v, DType t) {

@@ -3,6 +3,7 @@
 #pragma once
 #include <functional>
 #include <memory>
+#include <ostream>
 #include <random>
 #include <string>
 #include <vector>
@@ -17,6 +18,8 @@ struct TestProgram {
   std::function<std::unique_ptr<Program>()> build;
   int kernels = -1;  // expected kernel count after the pipeline (-1: not checked)
 };
+
+inline void PrintTo(const TestProgram& p, std::ostream* os) { *os << p.name; }
 
 // Every program the pass tests run.
 std::vector<TestProgram> test_programs();
