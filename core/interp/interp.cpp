@@ -3,6 +3,8 @@
 // (kernels; loops/ifs of non-empty shape at host level) run per thread in device.cpp.
 #include "core/interp/interp.h"
 
+#include <algorithm>
+
 #include "core/interp/machine.h"
 
 namespace ember {
@@ -50,7 +52,7 @@ void validate(const Node* n) {
 }  // namespace
 
 Machine::Machine(const Program& p, const std::vector<ArgValue>& args, KernelRunner* runner)
-    : p_(p), args_(args), runner_(runner) {
+    : p_(p), runner_(runner) {
   dim_values_ = bind_arguments(p, args);
 
   std::vector<const Node*> order{p.root()};

@@ -116,7 +116,6 @@ class Machine {
   uint32_t& wr(const Node* n) { return words_[static_cast<size_t>(slot(n))]; }
 
   const Program& p_;
-  const std::vector<ArgValue>& args_;
   KernelRunner* runner_;
   std::vector<int64_t> dim_values_;
 
