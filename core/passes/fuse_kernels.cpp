@@ -211,6 +211,10 @@ class Materializer {
         p_.erase(u);
         continue;
       }
+      if (u->op == Op::output || (u->op == Op::load && u->operand(0) == v)) {
+        swap_operand(u, v, buf);  // returned as memory, or gathered from memory
+        continue;
+      }
       std::vector<Node*> idx = at(u);
       Node* ld = b_.load(buf, idx, v->shape);
       swap_operand(u, v, ld);

@@ -274,6 +274,7 @@ Tracer::Resolved Tracer::resolve(Node* x, const std::vector<IndexItem>& items_in
   int first_adv = -1, last_adv = -1, n_adv = 0;
   for (size_t k = 0; k < items.size(); ++k) {
     if (items[k].kind != IndexItem::tensor) continue;
+    items[k].value = value(items[k].value);
     Node* v = items[k].value;
     if (v->dtype != DType::i32 && v->dtype != DType::u32 && v->dtype != DType::boolean)
       EMBER_USER_ERROR(TypeError, loc(), "index " << k << " has dtype " << dtype_name(v->dtype) << ", expected an integer");
@@ -353,7 +354,7 @@ Tracer::Resolved Tracer::resolve(Node* x, const std::vector<IndexItem>& items_in
     const IndexItem& it = items[k];
     if (it.kind == IndexItem::newaxis) continue;
     if (it.kind == IndexItem::tensor) {
-      Node* v = it.value->dtype == DType::i32 ? it.value : b_.cast(it.value, DType::i32);
+      Node* v = cast(it.value, DType::i32);
       if (v->shape.empty()) { r.idx.push_back(v); continue; }
       // Place the advanced value inside the result shape: its dims are the advanced block.
       std::vector<Node*> sub_idx;

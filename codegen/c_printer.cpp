@@ -1,0 +1,372 @@
+#include "codegen/c_printer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <set>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+
+#include "core/ir/shape.h"
+
+namespace ember {
+
+namespace {
+
+using Holes = std::initializer_list<std::pair<const char*, std::string>>;
+
+// Fills the `{key}` holes of a template; braces around anything else are kept as text, and
+// substituted text is never scanned again.
+std::string fill(const std::string& t, Holes holes) {
+  std::string out;
+  out.reserve(t.size() + 64);
+  for (size_t i = 0; i < t.size();) {
+    if (t[i] == '{') {
+      size_t close = t.find('}', i + 1);
+      if (close != std::string::npos && close - i <= 12) {
+        std::string_view key(t.data() + i + 1, close - i - 1);
+        const std::string* value = nullptr;
+        for (const auto& h : holes)
+          if (key == h.first) { value = &h.second; break; }
+        if (value) { out += *value; i = close + 1; continue; }
+      }
+    }
+    out += t[i++];
+  }
+  return out;
+}
+
+uint64_t fnv1a64(std::string_view s) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ull;
+  return h;
+}
+
+class KernelPrinter {
+ public:
+  KernelPrinter(const Node* k, const Dialect& d) : k_(k), d_(d) {}
+
+  GeneratedKernel run() {
+    EMBER_INTERNAL_ASSERT(k_->op == Op::kernel, "generate_kernel on " << op_name(k_->op));
+    for (size_t i = 0; i < k_->memories.size(); ++i) names_[k_->memories[i]] = "m" + std::to_string(i);
+    for (size_t i = 0; i < k_->params.size(); ++i) names_[k_->params[i]] = "p" + std::to_string(i);
+    depth_ = 2;
+    block(k_, 0);
+    std::string body = std::move(out_);
+    GeneratedKernel g;
+    g.kernel = k_;
+    std::string hash_text = assemble("ember_kernel", body);
+    char hex[9];
+    std::snprintf(hex, sizeof hex, "%08x", static_cast<unsigned>(fnv1a64(hash_text) & 0xffffffffu));
+    g.symbol = "ember_k" + std::to_string(k_->index < 0 ? 0 : k_->index) + "_" + hex;
+    g.source = assemble(g.symbol, body);
+    return g;
+  }
+
+ private:
+  // Appends a (possibly multi-line) statement at the current depth.
+  void line(const std::string& s) {
+    size_t start = 0;
+    while (start <= s.size()) {
+      size_t end = s.find('\n', start);
+      if (end == std::string::npos) end = s.size();
+      std::string_view l(s.data() + start, end - start);
+      if (!l.empty()) {
+        if (l[0] != '#') out_.append(static_cast<size_t>(2 * depth_), ' ');
+        out_.append(l);
+        out_ += '\n';
+      }
+      start = end + 1;
+    }
+  }
+
+  const std::string& type(DType t) const { return d_.type[dtype_slot(t)]; }
+
+  const std::string& need(const std::string& t, const Node* n, const char* what) const {
+    EMBER_INTERNAL_ASSERT(!t.empty(), "dialect " << d_.name << " has no " << what << " for " << op_name(n->op) << " "
+                                                 << dtype_name(n->dtype) << " in kernel #" << k_->index);
+    return t;
+  }
+
+  std::string literal(DType t, uint32_t bits) const {
+    switch (t) {
+      case DType::f32: {
+        float f = w2f(bits);
+        if (!std::isfinite(f))
+          return fill(d_.bitcast[dtype_slot(DType::u32)][dtype_slot(DType::f32)], {{"0", literal(DType::u32, bits)}});
+        char buf[48];
+        std::snprintf(buf, sizeof buf, "%.9g", static_cast<double>(f));
+        std::string s = buf;
+        if (s.find_first_of(".e") == std::string::npos) s += ".0";
+        s += d_.float_suffix;
+        return s[0] == '-' ? "(" + s + ")" : s;
+      }
+      case DType::i32: {
+        int32_t v = w2i(bits);
+        if (v == INT32_MIN) return "(-2147483647 - 1)";
+        return v < 0 ? "(" + std::to_string(v) + ")" : std::to_string(v);
+      }
+      case DType::u32: return std::to_string(bits) + d_.uint_suffix;
+      case DType::boolean: return bits ? d_.true_literal : d_.false_literal;
+      case DType::none: break;
+    }
+    EMBER_INTERNAL_ASSERT(false, "literal of dtype none");
+  }
+
+  std::string ref(const Node* o) const {
+    if (o->op == Op::constant) return literal(o->dtype, o->bits);
+    auto it = names_.find(o);
+    EMBER_INTERNAL_ASSERT(it != names_.end(), "kernel #" << k_->index << " reads " << op_name(o->op) << " %" << o->id
+                                                         << ", which is not defined in it, a param, a memory or a constant");
+    return it->second;
+  }
+
+  std::string convert(const std::string& e, DType from, DType to, bool bits, const Node* n) const {
+    if (from == to) return e;
+    const auto& table = bits ? d_.bitcast : d_.cast;
+    return fill(need(table[dtype_slot(from)][dtype_slot(to)], n, bits ? "bitcast" : "cast"), {{"0", e}});
+  }
+
+  void value(const Node* n, const std::string& e) {
+    std::string name = "v" + std::to_string(next_value_++);
+    names_[n] = name;
+    line(fill(d_.decl_const, {{"T", type(n->dtype)}, {"name", name}, {"e", e}}));
+  }
+
+  std::string elementwise(const Node* n) const {
+    if (n->op == Op::cast) return convert(ref(n->operand(0)), n->operand(0)->dtype, n->dtype, false, n);
+    if (n->op == Op::bitcast) return convert(ref(n->operand(0)), n->operand(0)->dtype, n->dtype, true, n);
+    const Node* typed = n->op == Op::select ? n->operand(1) : n->operand(0);
+    const std::string& t = need(d_.expr[static_cast<int>(n->op)][value_class(typed->dtype)], n, "expression");
+    std::string a[3];
+    for (int i = 0; i < n->num_operands() && i < 3; ++i) a[i] = ref(n->operand(i));
+    return fill(t, {{"0", a[0]}, {"1", a[1]}, {"2", a[2]}});
+  }
+
+  // A memory access's pointer and flat index (lower_indexing made indices flat and in range).
+  std::pair<std::string, std::string> address(const Node* n) const {
+    EMBER_INTERNAL_ASSERT(n->flat && n->num_operands() == n->first_index_operand() + 1,
+                          op_name(n->op) << " in kernel #" << k_->index << " is not flat (run lower_indexing)");
+    return {ref(n->operand(0)), ref(n->operand(n->first_index_operand()))};
+  }
+
+  // A loop bound that is a var is read once, before the loop (the IR reads operands at entry).
+  std::string bound(const Node* o) {
+    std::string r = ref(o);
+    if (o->op != Op::var) return r;
+    std::string name = "v" + std::to_string(next_value_++);
+    line(fill(d_.decl_const, {{"T", type(DType::i32)}, {"name", name}, {"e", r}}));
+    return name;
+  }
+
+  void loop(const Node* n, int loops) {
+    std::string begin = ref(n->operand(0)), end = bound(n->operand(1)), step = bound(n->operand(2));
+    std::string name = "v" + std::to_string(next_value_++);
+    names_[n] = name;
+    const Node* s = n->operand(2);
+    const std::string& cond = s->op != Op::constant || s->i() == 0 ? d_.loop_cond_dynamic
+                              : s->i() > 0                         ? d_.loop_cond_up
+                                                                   : d_.loop_cond_down;
+    std::string k = name + "k";
+    std::string c = fill(cond, {{"k", k}, {"end", end}, {"step", step}});
+    line(fill(d_.loop_open, {{"k", k}, {"begin", begin}, {"cond", c}, {"step", step}}));
+    ++depth_;
+    line(fill(d_.loop_counter, {{"T", type(DType::i32)}, {"name", name}, {"k", k}}));
+    block(n, loops + 1);
+    --depth_;
+    line(d_.block_close);
+  }
+
+  void block(const Node* scope, int loops) {
+    for (const Node* c = scope->first_child; c; c = c->next) stmt(c, loops);
+  }
+
+  void stmt(const Node* n, int loops) {
+    cost_ += op_info(n->op).cost;
+    switch (n->op) {
+      case Op::constant: break;  // printed inline where used
+      case Op::index:
+        names_[n] = "c" + std::to_string(n->axis);
+        axes_.insert(n->axis);
+        break;
+      case Op::neg: case Op::lnot: case Op::bnot: case Op::abs: case Op::sign: case Op::floor:
+      case Op::ceil: case Op::round: case Op::trunc: case Op::frac: case Op::exp: case Op::exp2:
+      case Op::log: case Op::log2: case Op::sqrt: case Op::rsqrt: case Op::sin: case Op::cos:
+      case Op::tan: case Op::asin: case Op::acos: case Op::atan: case Op::sinh: case Op::cosh:
+      case Op::tanh: case Op::isnan: case Op::isinf: case Op::cast: case Op::bitcast:
+      case Op::add: case Op::sub: case Op::mul: case Op::div: case Op::mod: case Op::pow:
+      case Op::atan2: case Op::min: case Op::max: case Op::eq: case Op::ne: case Op::lt: case Op::le:
+      case Op::gt: case Op::ge: case Op::land: case Op::lor: case Op::band: case Op::bor:
+      case Op::bxor: case Op::shl: case Op::shr: case Op::select:
+        value(n, elementwise(n));
+        break;
+      case Op::load: {
+        auto [mem, idx] = address(n);
+        DType md = n->operand(0)->dtype;
+        std::string e = fill(d_.load_value[value_class(md)], {{"0", fill(d_.load, {{"mem", mem}, {"idx", idx}})}});
+        value(n, convert(e, md, n->dtype, true, n));
+        break;
+      }
+      case Op::store: {
+        auto [mem, idx] = address(n);
+        std::string v = fill(d_.store_value[value_class(n->operand(1)->dtype)], {{"0", ref(n->operand(1))}});
+        line(fill(d_.store, {{"mem", mem}, {"idx", idx}, {"val", v}}));
+        break;
+      }
+      case Op::atomic: {
+        auto [mem, idx] = address(n);
+        const std::string& t = need(d_.atomic[n->kind][value_class(n->dtype)], n, "atomic");
+        std::string e = fill(t, {{"mem", mem}, {"idx", idx}, {"val", ref(n->operand(1))}});
+        if (n->users.empty()) line(fill(d_.expr_stmt, {{"e", e}})); else value(n, e);
+        break;
+      }
+      case Op::loop:
+        has_loop_ = true;
+        loop(n, loops);
+        break;
+      case Op::if_:
+        line(fill(d_.if_open, {{"c", ref(n->operand(0))}}));
+        ++depth_;
+        block(n, loops);
+        if (n->next && n->next->op == Op::else_) {
+          --depth_;
+          line(d_.else_open);
+          ++depth_;
+          block(n->next, loops);
+        }
+        --depth_;
+        line(d_.block_close);
+        break;
+      case Op::else_:
+        EMBER_INTERNAL_ASSERT(n->prev && n->prev->op == Op::if_, "else without if in kernel #" << k_->index);
+        break;  // printed with its if
+      case Op::break_: line(loops ? d_.break_stmt : d_.thread_exit); break;
+      case Op::continue_: line(loops ? d_.continue_stmt : d_.thread_exit); break;
+      case Op::var: {
+        std::string name = "v" + std::to_string(next_value_++);
+        std::string init = ref(n->operand(0));
+        names_[n] = name;
+        line(fill(d_.decl_var, {{"T", type(n->dtype)}, {"name", name}, {"e", init}}));
+        break;
+      }
+      case Op::set:
+        EMBER_INTERNAL_ASSERT(n->operand(0)->inside(k_), "kernel #" << k_->index << " sets var %" << n->operand(0)->id
+                                                                     << " of the host (make it a buffer before codegen)");
+        line(fill(d_.assign, {{"name", ref(n->operand(0))}, {"e", ref(n->operand(1))}}));
+        break;
+      case Op::program: case Op::input: case Op::scalar_arg: case Op::shape_arg: case Op::buffer:
+      case Op::reduce: case Op::kernel: case Op::output: case Op::count_:
+        EMBER_INTERNAL_ASSERT(false, op_name(n->op) << " cannot appear inside kernel #" << k_->index
+                                                    << " at code generation (run the whole pipeline)");
+    }
+  }
+
+  // The text of one dimension of the kernel shape as an index_type expression, or its value.
+  std::string dim(int a, int64_t* value) const {
+    const Node* d = k_->shape[static_cast<size_t>(a)];
+    *value = const_dim(d);
+    if (*value >= 0) return std::to_string(*value);
+    return fill(d_.index_from_i32, {{"0", ref(d)}});
+  }
+
+  std::string assemble(const std::string& symbol, const std::string& body) {
+    std::string saved = std::move(out_);
+    out_.clear();
+    int saved_depth = depth_;
+    depth_ = 0;
+    line(d_.comment + "kernel #" + std::to_string(k_->index) + " " + shape_str(k_->shape));
+    for (size_t i = 0; i < k_->memories.size(); ++i)
+      if (!d_.global_mem_decl.empty())
+        line(fill(d_.global_mem_decl, {{"i", std::to_string(i)}, {"T", d_.mem_type[dtype_slot(k_->memories[i]->dtype)]}}));
+    line(fill(d_.kernel_open, {{"name", symbol}}));
+    depth_ = 1;
+    for (size_t i = 0; i < k_->memories.size(); ++i)
+      line(fill(d_.local_mem_decl, {{"i", std::to_string(i)}, {"T", d_.mem_type[dtype_slot(k_->memories[i]->dtype)]}}));
+    for (size_t i = 0; i < k_->params.size(); ++i) {
+      DType t = k_->params[i]->dtype;
+      std::string word = fill(d_.param_word, {{"i", std::to_string(i)}});
+      line(fill(d_.decl_const, {{"T", type(t)}, {"name", "p" + std::to_string(i)},
+                                {"e", convert(word, DType::u32, t, true, k_->params[i])}}));
+    }
+    // Row-major strides of the used axes: stride(a) = product of the dims after a.
+    std::vector<std::string> coords;
+    for (int a : axes_) {
+      EMBER_INTERNAL_ASSERT(a >= 0 && a < k_->rank(), "index axis " << a << " outside kernel #" << k_->index);
+      int64_t known = 1;
+      std::string symbolic;
+      for (int j = a + 1; j < k_->rank(); ++j) {
+        int64_t v;
+        std::string e = dim(j, &v);
+        if (v >= 0) known *= v; else symbolic += (symbolic.empty() ? "" : " * ") + e;
+      }
+      std::string q = "tid";
+      if (!symbolic.empty()) {
+        std::string s = "s" + std::to_string(a);
+        if (known != 1) symbolic += " * " + std::to_string(known);
+        line(fill(d_.decl_const, {{"T", d_.index_type}, {"name", s}, {"e", symbolic}}));
+        q = "(tid / " + s + ")";
+      } else if (known != 1) {
+        q = "(tid / " + std::to_string(known) + ")";
+      }
+      if (a > 0) {
+        int64_t v;
+        q = "(" + q + " % " + dim(a, &v) + ")";
+      }
+      coords.push_back(fill(d_.decl_const, {{"T", type(DType::i32)}, {"name", "c" + std::to_string(a)},
+                                            {"e", fill(d_.i32_from_index, {{"0", q}})}}));
+    }
+    int threshold = has_loop_ ? 2 : std::clamp(16384 / std::max(cost_, 1), 16, 4096);
+    line(fill(d_.threads_open, {{"tid", "tid"}, {"threshold", std::to_string(threshold)}}));
+    depth_ = 2;
+    for (const std::string& c : coords) line(c);
+    out_ += body;
+    depth_ = 1;
+    line(fill(d_.threads_close, {{"tid", "tid"}}));
+    depth_ = 0;
+    line(d_.kernel_close);
+    std::string text = std::move(out_);
+    out_ = std::move(saved);
+    depth_ = saved_depth;
+    return text;
+  }
+
+  const Node* k_;
+  const Dialect& d_;
+  std::unordered_map<const Node*, std::string> names_;
+  std::set<int> axes_;
+  int next_value_ = 0;
+  int depth_ = 0;
+  int cost_ = 0;
+  bool has_loop_ = false;
+  std::string out_;
+};
+
+}  // namespace
+
+std::vector<const Node*> program_kernels(const Program& p) {
+  std::vector<const Node*> out;
+  p.for_each([&](Node* n) {
+    if (n->op == Op::kernel) out.push_back(n);
+  });
+  return out;
+}
+
+GeneratedKernel generate_kernel(const Node* kernel, const Dialect& d) { return KernelPrinter(kernel, d).run(); }
+
+std::vector<GeneratedKernel> generate_kernel_list(const Program& p, const Dialect& d) {
+  std::vector<GeneratedKernel> out;
+  for (const Node* k : program_kernels(p)) out.push_back(generate_kernel(k, d));
+  return out;
+}
+
+std::string join_kernels(const std::vector<GeneratedKernel>& kernels, const Dialect& d) {
+  std::string out = d.comment + "Generated by Ember (" + d.name + " dialect), " + std::to_string(kernels.size()) +
+                    " kernel(s).\n" + d.prelude;
+  for (const GeneratedKernel& k : kernels) out += "\n" + k.source;
+  return out;
+}
+
+std::string generate_kernels(const Program& p, const Dialect& d) { return join_kernels(generate_kernel_list(p, d), d); }
+
+}  // namespace ember

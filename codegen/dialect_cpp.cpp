@@ -1,0 +1,207 @@
+// The `cpp` dialect: C++17 with OpenMP, compiled by the system compiler into a shared library
+// (backends/cpu). Helpers in the prelude reproduce core/ir/eval.cpp exactly: floor div/mod with
+// x/0 == 0, shifts by >= 32, clamped float->int conversion. The backend compiles with -fwrapv
+// (i32 arithmetic wraps) and -ffp-contract=off (no fused multiply-add), so results match the
+// interpreter bit for bit.
+#include "codegen/dialect.h"
+
+namespace ember {
+
+namespace {
+
+const char* kCppPrelude = R"(#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+namespace {
+inline float ember_as_f32(uint32_t w) { float f; std::memcpy(&f, &w, 4); return f; }
+inline uint32_t ember_as_u32(float f) { uint32_t w; std::memcpy(&w, &f, 4); return w; }
+inline int32_t ember_div(int32_t a, int32_t b) {
+  if (b == 0) return 0;
+  if (b == -1) return (int32_t)(0u - (uint32_t)a);
+  int32_t q = a / b;
+  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
+  return q;
+}
+inline uint32_t ember_div(uint32_t a, uint32_t b) { return b == 0u ? 0u : a / b; }
+inline int32_t ember_mod(int32_t a, int32_t b) {
+  if (b == 0 || b == -1) return 0;
+  int32_t r = a % b;
+  if (r != 0 && ((r < 0) != (b < 0))) r += b;
+  return r;
+}
+inline uint32_t ember_mod(uint32_t a, uint32_t b) { return b == 0u ? 0u : a % b; }
+inline float ember_mod(float a, float b) { return a - b * std::floor(a / b); }
+inline int32_t ember_shl(int32_t a, int32_t b) { return (uint32_t)b < 32u ? (int32_t)((uint32_t)a << b) : 0; }
+inline uint32_t ember_shl(uint32_t a, uint32_t b) { return b < 32u ? a << b : 0u; }
+inline int32_t ember_shr(int32_t a, int32_t b) { return (uint32_t)b < 32u ? a >> b : (a < 0 ? -1 : 0); }
+inline uint32_t ember_shr(uint32_t a, uint32_t b) { return b < 32u ? a >> b : 0u; }
+inline int32_t ember_f2i(float f) {
+  if (std::isnan(f)) return 0;
+  if (f >= 2147483647.0f) return 2147483647;
+  if (f <= -2147483648.0f) return -2147483647 - 1;
+  return (int32_t)f;
+}
+inline uint32_t ember_f2u(float f) {
+  if (std::isnan(f) || f <= 0.0f) return 0u;
+  if (f >= 4294967295.0f) return 4294967295u;
+  return (uint32_t)f;
+}
+
+// Atomics on 32-bit words; read-modify-write ops without a builtin use a CAS loop.
+template <class F> inline uint32_t ember_rmw(uint32_t* p, F f) {
+  uint32_t old = __atomic_load_n(p, __ATOMIC_RELAXED);
+  while (!__atomic_compare_exchange_n(p, &old, f(old), true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {}
+  return old;
+}
+#define EMBER_RMW(KIND, SUFFIX, T, V, FROM, TO, EXPR) \
+  inline T ember_atomic_##KIND##_##SUFFIX(V* p, T v) { \
+    return FROM(ember_rmw((uint32_t*)p, [v](uint32_t w) { T o = FROM(w); (void)o; return TO(EXPR); })); }
+#define EMBER_ID(x) (x)
+#define EMBER_BOOL(x) ((x) != 0u)
+#define EMBER_WORD(x) ((uint32_t)(x))
+#define EMBER_BUILTIN(KIND, SUFFIX, T, BUILTIN) \
+  inline T ember_atomic_##KIND##_##SUFFIX(T* p, T v) { return BUILTIN(p, v, __ATOMIC_RELAXED); }
+EMBER_RMW(add, f32, float, float, ember_as_f32, ember_as_u32, o + v)
+EMBER_RMW(min, f32, float, float, ember_as_f32, ember_as_u32, std::fmin(o, v))
+EMBER_RMW(max, f32, float, float, ember_as_f32, ember_as_u32, std::fmax(o, v))
+EMBER_RMW(and, f32, float, float, ember_as_f32, EMBER_ID, w & ember_as_u32(v))
+EMBER_RMW(or, f32, float, float, ember_as_f32, EMBER_ID, w | ember_as_u32(v))
+EMBER_RMW(xor, f32, float, float, ember_as_f32, EMBER_ID, w ^ ember_as_u32(v))
+EMBER_RMW(exchange, f32, float, float, ember_as_f32, ember_as_u32, v)
+#define EMBER_INT_ATOMICS(SUFFIX, T) \
+  EMBER_BUILTIN(add, SUFFIX, T, __atomic_fetch_add) \
+  EMBER_BUILTIN(and, SUFFIX, T, __atomic_fetch_and) \
+  EMBER_BUILTIN(or, SUFFIX, T, __atomic_fetch_or) \
+  EMBER_BUILTIN(xor, SUFFIX, T, __atomic_fetch_xor) \
+  EMBER_BUILTIN(exchange, SUFFIX, T, __atomic_exchange_n) \
+  EMBER_RMW(min, SUFFIX, T, T, (T), EMBER_WORD, o < v ? o : v) \
+  EMBER_RMW(max, SUFFIX, T, T, (T), EMBER_WORD, o > v ? o : v)
+EMBER_INT_ATOMICS(i32, int32_t)
+EMBER_INT_ATOMICS(u32, uint32_t)
+EMBER_RMW(add, bool, bool, uint32_t, EMBER_BOOL, EMBER_WORD, (w + (uint32_t)v) != 0u)
+EMBER_RMW(min, bool, bool, uint32_t, EMBER_BOOL, EMBER_WORD, (w < (uint32_t)v ? w : (uint32_t)v) != 0u)
+EMBER_RMW(max, bool, bool, uint32_t, EMBER_BOOL, EMBER_WORD, (w > (uint32_t)v ? w : (uint32_t)v) != 0u)
+EMBER_RMW(and, bool, bool, uint32_t, EMBER_BOOL, EMBER_ID, w & (uint32_t)v)
+EMBER_RMW(or, bool, bool, uint32_t, EMBER_BOOL, EMBER_ID, w | (uint32_t)v)
+EMBER_RMW(xor, bool, bool, uint32_t, EMBER_BOOL, EMBER_ID, w ^ (uint32_t)v)
+EMBER_RMW(exchange, bool, bool, uint32_t, EMBER_BOOL, EMBER_WORD, v)
+}  // namespace
+)";
+
+Dialect make_cpp() {
+  Dialect d;
+  d.name = "cpp";
+  d.prelude = kCppPrelude;
+  d.type = {"void", "float", "int32_t", "uint32_t", "bool"};
+  d.mem_type = {"uint32_t", "float", "int32_t", "uint32_t", "uint32_t"};
+  d.index_type = "int64_t";
+  d.index_from_i32 = "(int64_t){0}";
+  d.i32_from_index = "(int32_t){0}";
+
+  // expr[op] = {f32, i32, u32, bool}; "" where core/ir/eval.cpp does not define the op.
+  auto set = [&](Op op, const char* f, const char* i, const char* u, const char* b) {
+    d.expr[static_cast<int>(op)] = {f, i, u, b};
+  };
+  auto all = [&](Op op, const char* e) { set(op, e, e, e, e); };
+  auto math = [&](Op op, const char* e) { set(op, e, "", "", ""); };
+  set(Op::neg, "-{0}", "-{0}", "(0u - {0})", "{0}");
+  set(Op::lnot, "(ember_as_u32({0}) == 0u)", "!{0}", "!{0}", "!{0}");  // on the word, as eval does
+  set(Op::bnot, "", "~{0}", "~{0}", "true");
+  set(Op::abs, "std::fabs({0})", "({0} < 0 ? -{0} : {0})", "{0}", "{0}");
+  set(Op::sign, "({0} > 0.0f ? 1.0f : ({0} < 0.0f ? -1.0f : 0.0f))", "(({0} > 0) - ({0} < 0))", "(uint32_t)({0} > 0u)", "{0}");
+  set(Op::floor, "std::floor({0})", "{0}", "{0}", "{0}");
+  set(Op::ceil, "std::ceil({0})", "{0}", "{0}", "{0}");
+  set(Op::round, "std::nearbyint({0})", "{0}", "{0}", "{0}");
+  set(Op::trunc, "std::trunc({0})", "{0}", "{0}", "{0}");
+  set(Op::frac, "({0} - std::floor({0}))", "0", "0u", "false");
+  math(Op::exp, "std::exp({0})");
+  math(Op::exp2, "std::exp2({0})");
+  math(Op::log, "std::log({0})");
+  math(Op::log2, "std::log2({0})");
+  math(Op::sqrt, "std::sqrt({0})");
+  math(Op::rsqrt, "(1.0f / std::sqrt({0}))");
+  math(Op::sin, "std::sin({0})");
+  math(Op::cos, "std::cos({0})");
+  math(Op::tan, "std::tan({0})");
+  math(Op::asin, "std::asin({0})");
+  math(Op::acos, "std::acos({0})");
+  math(Op::atan, "std::atan({0})");
+  math(Op::sinh, "std::sinh({0})");
+  math(Op::cosh, "std::cosh({0})");
+  math(Op::tanh, "std::tanh({0})");
+  set(Op::isnan, "std::isnan({0})", "false", "false", "false");
+  set(Op::isinf, "std::isinf({0})", "false", "false", "false");
+  all(Op::add, "({0} + {1})");
+  all(Op::sub, "({0} - {1})");
+  all(Op::mul, "({0} * {1})");
+  set(Op::div, "({0} / {1})", "ember_div({0}, {1})", "ember_div({0}, {1})", "ember_div((uint32_t){0}, (uint32_t){1})");
+  set(Op::mod, "ember_mod({0}, {1})", "ember_mod({0}, {1})", "ember_mod({0}, {1})",
+      "ember_mod((uint32_t){0}, (uint32_t){1})");
+  math(Op::pow, "std::pow({0}, {1})");
+  math(Op::atan2, "std::atan2({0}, {1})");
+  set(Op::min, "std::fmin({0}, {1})", "({0} < {1} ? {0} : {1})", "({0} < {1} ? {0} : {1})", "({0} < {1} ? {0} : {1})");
+  set(Op::max, "std::fmax({0}, {1})", "({0} > {1} ? {0} : {1})", "({0} > {1} ? {0} : {1})", "({0} > {1} ? {0} : {1})");
+  all(Op::eq, "({0} == {1})");
+  all(Op::ne, "({0} != {1})");
+  all(Op::lt, "({0} < {1})");
+  all(Op::le, "({0} <= {1})");
+  all(Op::gt, "({0} > {1})");
+  all(Op::ge, "({0} >= {1})");
+  set(Op::land, "(ember_as_u32({0}) != 0u && ember_as_u32({1}) != 0u)", "({0} && {1})", "({0} && {1})", "({0} && {1})");
+  set(Op::lor, "(ember_as_u32({0}) != 0u || ember_as_u32({1}) != 0u)", "({0} || {1})", "({0} || {1})", "({0} || {1})");
+  set(Op::band, "", "({0} & {1})", "({0} & {1})", "({0} & {1})");
+  set(Op::bor, "", "({0} | {1})", "({0} | {1})", "({0} | {1})");
+  set(Op::bxor, "", "({0} ^ {1})", "({0} ^ {1})", "({0} ^ {1})");
+  set(Op::shl, "", "ember_shl({0}, {1})", "ember_shl({0}, {1})", "ember_shl((uint32_t){0}, (uint32_t){1})");
+  set(Op::shr, "", "ember_shr({0}, {1})", "ember_shr({0}, {1})", "ember_shr((uint32_t){0}, (uint32_t){1})");
+  all(Op::select, "({0} ? {1} : {2})");
+
+  // cast[from][to] (value conversion, eval.cpp convert_word) and bitcast[from][to].
+  const int F = dtype_slot(DType::f32), I = dtype_slot(DType::i32), U = dtype_slot(DType::u32),
+            B = dtype_slot(DType::boolean);
+  d.cast[F][I] = "ember_f2i({0})";
+  d.cast[F][U] = "ember_f2u({0})";
+  d.cast[F][B] = "({0} != 0.0f)";
+  d.cast[I][F] = "(float){0}";
+  d.cast[U][F] = "(float){0}";
+  d.cast[B][F] = "({0} ? 1.0f : 0.0f)";
+  d.cast[I][U] = d.bitcast[I][U] = d.bitcast[B][U] = d.cast[B][U] = "(uint32_t){0}";
+  d.cast[U][I] = d.bitcast[U][I] = d.bitcast[B][I] = d.cast[B][I] = "(int32_t){0}";
+  d.cast[I][B] = d.bitcast[I][B] = "({0} != 0)";
+  d.cast[U][B] = d.bitcast[U][B] = "({0} != 0u)";
+  d.bitcast[F][I] = "(int32_t)ember_as_u32({0})";
+  d.bitcast[F][U] = "ember_as_u32({0})";
+  d.bitcast[F][B] = "(ember_as_u32({0}) != 0u)";
+  d.bitcast[I][F] = d.bitcast[B][F] = "ember_as_f32((uint32_t){0})";
+  d.bitcast[U][F] = "ember_as_f32({0})";
+
+  d.load_value = {"{0}", "{0}", "{0}", "({0} != 0u)"};
+  d.store_value = {"{0}", "{0}", "{0}", "({0} ? 1u : 0u)"};
+  const char* kinds[] = {"add", "min", "max", "and", "or", "xor", "exchange"};
+  const char* classes[] = {"f32", "i32", "u32", "bool"};
+  for (int k = 0; k < kAtomicKinds; ++k)
+    for (int c = 0; c < kValueClasses; ++c)
+      d.atomic[k][c] = std::string("ember_atomic_") + kinds[k] + "_" + classes[c] + "({mem} + {idx}, {val})";
+  d.barrier = "";  // one CPU thread runs a whole workgroup; group barriers are lowered away
+
+  d.thread_exit = "continue;";  // the per-thread scope is an OpenMP loop body
+  d.kernel_open =
+      "extern \"C\" void {name}(uint32_t* const* mem, const uint32_t* params, int64_t begin, int64_t end) {";
+  d.local_mem_decl = "{T}* const m{i} = reinterpret_cast<{T}*>(mem[{i}]);";
+  d.param_word = "params[{i}]";
+  d.threads_open =
+      "#pragma omp parallel for schedule(static) if (end - begin >= {threshold})\n"
+      "for (int64_t {tid} = begin; {tid} < end; ++{tid}) {";
+  d.threads_close = "}";
+  return d;
+}
+
+}  // namespace
+
+const Dialect& cpp_dialect() {
+  static const Dialect d = make_cpp();
+  return d;
+}
+
+}  // namespace ember

@@ -1,0 +1,41 @@
+"""Ember: a graphics-oriented tensor compiler. Write NumPy-like tensor code with shader-like
+control flow in a function annotated with em.f32["N", 3]-style types, compile it with
+@em.compile, and call it with NumPy arrays or em.Tensor.
+
+    import ember as em
+
+    @em.compile
+    def step(X: em.f32["N", 3], V: em.f32["N", 3], dt: em.f32):
+        return X + V * dt
+
+See DESIGN.md section 5 for the whole API.
+"""
+from . import _ember
+# Names left out of __all__ (they shadow built-ins) are still em.<name>; hence the noqa marks.
+from ._ember import BackendError, CompileError, Error, InternalError, ShapeError, TypeError  # noqa: F401
+from ._dtypes import DType, TensorType, bool, f32, i32, u32  # noqa: F401
+from ._tensor import Tensor, tensor
+from ._value import Value, Var
+from ._ops import (  # noqa: F401
+    abs, acos, all, any, asin, atan, atan2, bitcast, broadcast_to, cast, ceil, clamp, cos, cosh, exp, exp2, floor,
+    fma, frac, indices, isinf, isnan, lerp, log, log2, max, mean, min, pow, prod, round, rsqrt, sign, sin, sinh,
+    smoothstep, sqrt, squeeze, step, sum, tan, tanh, transpose, trunc, unsqueeze, where)
+from ._control import (atomic_add, atomic_and, atomic_exchange, atomic_max, atomic_min, atomic_or, atomic_xor,
+                       break_, buffer, continue_, else_, if_, kernel, loop, var, zeros)
+from ._program import Program, backend, compile, init
+
+__version__ = getattr(_ember, "__version__", "0.0.0")
+
+# `from ember import *` leaves out the names that would shadow Python built-ins (abs, all, any,
+# bool, max, min, pow, round, sum, TypeError); use them as em.max etc.
+__all__ = [
+    "BackendError", "CompileError", "Error", "InternalError", "ShapeError",
+    "DType", "TensorType", "f32", "i32", "u32", "Tensor", "tensor", "Value", "Var",
+    "acos", "asin", "atan", "atan2", "bitcast", "broadcast_to", "cast", "ceil", "clamp",
+    "cos", "cosh", "exp", "exp2", "floor", "fma", "frac", "indices", "isinf", "isnan", "lerp", "log", "log2",
+    "mean", "prod", "rsqrt", "sign", "sin", "sinh", "smoothstep", "sqrt",
+    "squeeze", "step", "tan", "tanh", "transpose", "trunc", "unsqueeze", "where",
+    "atomic_add", "atomic_and", "atomic_exchange", "atomic_max", "atomic_min", "atomic_or", "atomic_xor",
+    "break_", "buffer", "continue_", "else_", "if_", "kernel", "loop", "var", "zeros",
+    "Program", "backend", "compile", "init",
+]

@@ -1,0 +1,117 @@
+"""em.Tensor (the runtime tensor, bound from C++ HostTensor) and its constructors em.tensor and
+em.zeros (outside a trace). `t.dtype` is an em dtype object (em.f32, ...), which also compares
+equal to its name ('f32')."""
+import numpy as np
+
+from . import _ember as _C
+from . import _dtypes as D
+
+Tensor = _C.Tensor
+
+_I32 = np.iinfo(np.int32)
+_U32 = np.iinfo(np.uint32)
+_F32_MAX = float(np.finfo(np.float32).max)
+
+
+def _check_fits(a, dt):
+    """Raises ember.TypeError when the values of `a` do not fit in `dt` (explicit conversion)."""
+    if a.size == 0 or dt is D.bool:
+        return
+    if dt is D.f32:
+        if a.dtype.kind == "f" and a.dtype.itemsize > 4:
+            finite = a[np.isfinite(a)]
+            if finite.size and float(np.max(np.abs(finite))) > _F32_MAX:
+                raise _C.TypeError("em.tensor: values overflow float32")
+        return
+    lo, hi = (_I32.min, _I32.max) if dt is D.i32 else (_U32.min, _U32.max)
+    if a.dtype.kind == "f" and not np.all(np.isfinite(a)):
+        raise _C.TypeError(f"em.tensor: non-finite values cannot convert to {dt.name}")
+    mn, mx = a.min(), a.max()
+    if mn < lo or mx > hi:
+        raise _C.TypeError(f"em.tensor: values in [{mn}, {mx}] do not fit in {dt.name}")
+
+
+def _default_dtype(a):
+    k = a.dtype.kind
+    if k == "f":
+        return D.f32
+    if k == "b":
+        return D.bool
+    if k == "u" and a.dtype.itemsize >= 4:
+        return D.u32
+    if k in "iu":
+        return D.i32
+    raise _C.TypeError(f"em.tensor: unsupported NumPy dtype {a.dtype}; expected a float, integer or bool array")
+
+
+def tensor(data, dtype=None):
+    """A new em.Tensor holding a copy of `data` (an array-like). An explicit conversion: float64
+    becomes f32 and int64/uint64/smaller ints i32 (u32 for uint32/uint64), only when values fit."""
+    if isinstance(data, Tensor):
+        data = data.numpy()
+    a = np.asarray(data)
+    dt = _default_dtype(a) if dtype is None else D.as_dtype(dtype)
+    if a.dtype != dt.np:
+        _check_fits(a, dt)
+    words = np.array(a, dtype=np.uint32 if dt is D.bool else dt.np, order="C", copy=True)
+    return Tensor._from_numpy(words, dt._c, False)
+
+
+def from_numpy_arg(a, dt):
+    """A tensor viewing NumPy array `a` (of dtype `dt` exactly) without a copy when possible: a
+    copy is made only for bool (one word per element), non-contiguous or read-only arrays."""
+    if dt is D.bool:
+        return Tensor._from_numpy(np.ascontiguousarray(a, dtype=np.uint32), dt._c, False)
+    if not a.flags.c_contiguous or not a.flags.writeable:
+        a = np.array(a, order="C", copy=True)
+    return Tensor._from_numpy(a, dt._c, False)
+
+
+def zeros_tensor(shape, dt):
+    """A runtime em.Tensor of zeros."""
+    if not isinstance(shape, (tuple, list)):
+        shape = (shape,)
+    try:
+        dims = [int(d) for d in shape]
+    except TypeError:
+        raise _C.TypeError(f"em.zeros outside a traced function needs int dimensions, got {shape!r}") from None
+    if any(d < 0 for d in dims):
+        raise _C.ShapeError(f"em.zeros: negative dimension in {tuple(dims)}")
+    return Tensor._zeros(dims, dt._c)
+
+
+def _dtype(self):
+    return D.from_name(self._dtype_name)
+
+
+def _array(self, dtype=None, copy=None):
+    a = self.numpy()
+    return a if dtype is None else a.astype(dtype, copy=False)
+
+
+def _repr(self):
+    body = np.array2string(self.numpy(), separator=", ", threshold=64, prefix="em.Tensor(")
+    return f"em.Tensor({body}, dtype={self._dtype_name})"
+
+
+def _item(self):
+    if self.size != 1:
+        raise _C.ShapeError(f"only a tensor of one element converts to a Python scalar, got shape {self.shape}")
+    return self.numpy().reshape(()).item()
+
+
+def _len(self):
+    if not self.shape:
+        raise TypeError("len() of a 0-d em.Tensor")
+    return self.shape[0]
+
+
+Tensor.dtype = property(_dtype, doc="The element type: em.f32, em.i32, em.u32 or em.bool.")
+Tensor.__array__ = _array
+Tensor.__repr__ = _repr
+Tensor.__len__ = _len
+Tensor.item = _item
+Tensor.tolist = lambda self: self.numpy().tolist()
+Tensor.__float__ = lambda self: float(_item(self))
+Tensor.__int__ = lambda self: int(_item(self))
+Tensor.__bool__ = lambda self: bool(_item(self))

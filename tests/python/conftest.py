@@ -1,0 +1,34 @@
+"""pytest setup: import `ember` from <build>/python ($EMBER_BUILD_DIR, default <repo>/build) and
+keep the kernel cache inside the build directory."""
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+_REPO = Path(__file__).resolve().parents[2]
+_BUILD = Path(os.environ.get("EMBER_BUILD_DIR") or _REPO / "build").resolve()
+sys.path.insert(0, str(_BUILD / "python"))
+os.environ.setdefault("EMBER_CACHE_DIR", str(_BUILD / "kernel-cache"))
+
+import ember as em  # noqa: E402
+
+HAS_RUNTIME = bool(getattr(em._ember, "HAS_RUNTIME", False))
+
+# Tests that run programs need CompiledProgram (and the passes and CPU backend behind it).
+needs_runtime = pytest.mark.skipif(not HAS_RUNTIME, reason="this _ember was built with EMBER_PY_NO_RUNTIME "
+                                                            "(no CompiledProgram to run programs)")
+
+
+@pytest.fixture(autouse=True)
+def _cpu_backend():
+    """Every test starts on the CPU backend."""
+    em.init(backend="cpu")
+    yield
+
+
+@pytest.fixture
+def rng():
+    """A seeded generator so failures reproduce."""
+    import numpy as np
+    return np.random.default_rng(1234)
