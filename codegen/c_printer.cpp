@@ -8,6 +8,8 @@
 #include <unordered_map>
 #include <utility>
 
+#include "core/analysis/reductions.h"
+
 #include "core/ir/shape.h"
 
 namespace ember {
@@ -170,12 +172,31 @@ class KernelPrinter {
                                                                    : d_.loop_cond_down;
     std::string k = name + "k";
     std::string c = fill(cond, {{"k", k}, {"end", end}, {"step", step}});
+    bool simd = reduction_annotation(n);
     line(fill(d_.loop_open, {{"k", k}, {"begin", begin}, {"cond", c}, {"step", step}}));
     ++depth_;
     line(fill(d_.loop_counter, {{"T", type(DType::i32)}, {"name", name}, {"k", k}}));
     block(n, loops + 1);
     --depth_;
     line(d_.block_close);
+    if (simd) --in_reduction_loop_;
+  }
+
+  // Annotates the outermost reduction loop of a nest (the annotation cannot nest).
+  bool reduction_annotation(const Node* n) {
+    if (d_.reduction_loop.empty() || in_reduction_loop_ > 0) return false;
+    const Node* step = n->operand(2);
+    if (step->op != Op::constant || step->i() <= 0) return false;  // needs the canonical `k < end` form
+    std::vector<ReductionVar> acc = reduction_vars(n);
+    if (acc.empty()) return false;
+    std::string clauses;
+    for (const ReductionVar& r : acc) {
+      const char* op = r.op == Op::add ? "+" : r.op == Op::mul ? "*" : r.op == Op::min ? "min" : "max";
+      clauses += fill(d_.reduction_clause, {{"op", op}, {"name", ref(r.var)}});
+    }
+    line(fill(d_.reduction_loop, {{"clauses", clauses}}));
+    ++in_reduction_loop_;
+    return true;
   }
 
   void block(const Node* scope, int loops) {
@@ -339,6 +360,7 @@ class KernelPrinter {
   int depth_ = 0;
   int cost_ = 0;
   bool has_loop_ = false;
+  int in_reduction_loop_ = 0;
   std::string out_;
 };
 

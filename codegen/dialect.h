@@ -74,6 +74,11 @@ struct Dialect {
   std::string loop_cond_up = "{k} < {end}";
   std::string loop_cond_down = "{k} > {end}";
   std::string loop_cond_dynamic = "({step} > 0 ? {k} < {end} : ({step} < 0 && {k} > {end}))";
+  // Before a reduction loop (core/analysis/reductions.h): lets the compiler split it into SIMD
+  // lanes. {clauses} is one reduction_clause per accumulator ({op}: + * min max, {name}).
+  // Empty: no annotation.
+  std::string reduction_loop;
+  std::string reduction_clause;
   std::string break_stmt = "break;";
   std::string continue_stmt = "continue;";
   std::string thread_exit;   // ends the current thread early (break/continue outside any loop)

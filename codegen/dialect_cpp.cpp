@@ -185,6 +185,8 @@ Dialect make_cpp() {
       d.atomic[k][c] = std::string("ember_atomic_") + kinds[k] + "_" + classes[c] + "({mem} + {idx}, {val})";
   d.barrier = "";  // one CPU thread runs a whole workgroup; group barriers are lowered away
 
+  d.reduction_loop = "#pragma omp simd{clauses}";
+  d.reduction_clause = " reduction({op}:{name})";
   d.thread_exit = "continue;";  // the per-thread scope is an OpenMP loop body
   d.kernel_open =
       "extern \"C\" void {name}(uint32_t* const* mem, const uint32_t* params, int64_t begin, int64_t end) {";

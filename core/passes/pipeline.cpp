@@ -17,6 +17,7 @@
 #include "core/passes/lower_indexing.h"
 #include "core/passes/simplify.h"
 #include "core/passes/split_host.h"
+#include "core/passes/unroll_small_dims.h"
 
 namespace ember {
 
@@ -33,7 +34,9 @@ const std::vector<Step>& steps() {
       {{"lower_algorithms", lower_algorithms}, false},
       {{"cleanup", nullptr}, true},
       {{"fuse_kernels", fuse_kernels}, false},
+      {{"cleanup", nullptr}, true},  // merges repeated loads so each is fused once
       {{"fuse_loads", fuse_loads}, false},
+      {{"unroll_small_dims", unroll_small_dims}, false},
       {{"cleanup", nullptr}, true},
       {{"form_kernels", form_kernels}, false},
       {{"lower_indexing", lower_indexing}, false},

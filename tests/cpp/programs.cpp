@@ -107,6 +107,38 @@ std::unique_ptr<Program> int_math() {
   return t.release();
 }
 
+// A kernel over [N, 4] (rgba lanes) with per-lane if/else, a per-lane loop with break, and a
+// sum over the lanes: exercises register unrolling of small trailing dims.
+std::unique_ptr<Program> rgba(bool with_break) {
+  Tracer t(with_break ? "rgba_break" : "rgba_lanes");
+  Node* A = t.input(DType::f32, {sym("N"), fixed(4)}, "A");
+  Node* out = t.zeros({A->shape[0], t.dim_const(4)}, DType::f32);
+  std::vector<Node*> idx = t.begin_kernel({A->shape[0], t.dim_const(4)});
+  Node* a = t.gather(A, {at(idx[0]), at(idx[1])});
+  Node* row = t.gather(A, {at(idx[0]), at(t.constant(0, DType::i32))});  // shared by the lanes
+  Node* v = t.var(t.binary(Op::mul, row, row));
+  t.begin_if(t.binary(Op::gt, a, t.constant(0, DType::f32)));
+  t.set(v, t.binary(Op::add, v, a));
+  t.end_scope();
+  t.begin_else();
+  t.set(v, t.binary(Op::sub, v, a));
+  t.end_scope();
+  Node* n = t.var(t.constant(0, DType::i32));
+  t.begin_loop(t.constant(0, DType::i32), t.constant(8, DType::i32), t.constant(1, DType::i32));
+  t.set(n, t.binary(Op::add, n, t.constant(1, DType::i32)));
+  if (with_break) {
+    t.begin_if(t.binary(Op::gt, t.binary(Op::mul, t.cast(n, DType::f32), a), t.constant(1.5, DType::f32)));
+    t.break_();
+    t.end_scope();
+  }
+  t.end_scope();
+  t.scatter(out, {at(idx[0]), at(idx[1])}, t.binary(Op::add, v, t.cast(n, DType::f32)));
+  t.end_scope();
+  t.output(out);
+  t.output(t.reduce(ReduceKind::sum, out, {1}, false));
+  return t.release();
+}
+
 }  // namespace
 
 std::vector<TestProgram> test_programs() {
@@ -116,6 +148,8 @@ std::vector<TestProgram> test_programs() {
       {"host_loop", host_loop, -1},
       {"explicit_kernel", explicit_kernel, 1},
       {"int_math", int_math, -1},
+      {"rgba_lanes", [] { return rgba(false); }, -1},
+      {"rgba_break", [] { return rgba(true); }, -1},
   };
 }
 

@@ -2,6 +2,7 @@
 // inputs; the verifier runs after every pass.
 #include <gtest/gtest.h>
 
+#include "core/analysis/reductions.h"
 #include "core/ir/printer.h"
 #include "core/ir/verifier.h"
 #include "core/passes/pipeline.h"
@@ -56,6 +57,49 @@ TEST(Pipeline, ListsEveryPassOnce) {
   std::vector<std::string> names;
   for (const PassInfo& p : pipeline_passes()) names.push_back(p.name);
   std::vector<std::string> want = {"check_shapes", "lower_algorithms", "simplify", "cse", "dce", "fuse_kernels",
-                                   "fuse_loads", "form_kernels", "lower_indexing", "split_host"};
+                                   "fuse_loads", "unroll_small_dims", "form_kernels", "lower_indexing", "split_host"};
   EXPECT_EQ(names, want);
+}
+
+// After the pipeline the N-body step is one kernel over bodies (xyz unrolled into registers)
+// whose loop over the other bodies is a reduction into three accumulators.
+TEST(Pipeline, NBodyIsOneKernelWithAThreeWayReduction) {
+  std::unique_ptr<Program> p;
+  for (const TestProgram& tp : test_programs())
+    if (tp.name == "nbody") p = tp.build();
+  run_pipeline(*p);
+  std::vector<Node*> kernels, loops;
+  p->for_each([&](Node* n) {
+    if (n->op == Op::kernel) kernels.push_back(n);
+    if (n->op == Op::loop && n->parent->op == Op::kernel) loops.push_back(n);
+  });
+  ASSERT_EQ(kernels.size(), 1u) << print_program(*p);
+  EXPECT_EQ(kernels[0]->rank(), 1) << "the xyz axis should run inside each thread\n" << print_program(*p);
+  ASSERT_EQ(loops.size(), 1u) << print_program(*p);
+  EXPECT_EQ(reduction_vars(loops[0]).size(), 3u) << print_program(*p);
+}
+
+// A break in a per-lane branch stops the loop for that lane only, so such a kernel keeps its lanes as threads.
+TEST(Pipeline, LaneDependentBreakKeepsTheAxis) {
+  std::unique_ptr<Program> p;
+  for (const TestProgram& tp : test_programs())
+    if (tp.name == "rgba_break") p = tp.build();
+  run_pipeline(*p);
+  int rank2 = 0;
+  p->for_each([&](Node* n) { rank2 += n->op == Op::kernel && n->rank() == 2; });
+  EXPECT_EQ(rank2, 1) << print_program(*p);
+}
+
+TEST(Pipeline, PerLaneBranchesAreUnrolled) {
+  std::unique_ptr<Program> p;
+  for (const TestProgram& tp : test_programs())
+    if (tp.name == "rgba_lanes") p = tp.build();
+  run_pipeline(*p);
+  int rank2 = 0, ifs = 0;
+  p->for_each([&](Node* n) {
+    rank2 += n->op == Op::kernel && n->rank() == 2;
+    ifs += n->op == Op::if_;
+  });
+  EXPECT_EQ(rank2, 0) << print_program(*p);
+  EXPECT_EQ(ifs, 4) << "one if per lane\n" << print_program(*p);
 }

@@ -1,0 +1,21 @@
+// Reduction loops: a loop whose only effect on values outside it is accumulating into vars
+// with one associative op (v = v + x). Such a loop's iterations may be reordered and split
+// into SIMD lanes (the float result then differs from the sequential order by rounding only).
+#pragma once
+#include <vector>
+
+#include "core/ir/node.h"
+
+namespace ember {
+
+struct ReductionVar {
+  const Node* var;
+  Op op;  // add or mul (any dtype); min or max (integers only)
+};
+
+// The accumulators of `loop` when it is a reduction loop; empty otherwise (also when it has no
+// accumulator). A reduction loop has no break/continue of its own, no memory writes, and no
+// var from outside that is read or written other than through its single accumulation.
+std::vector<ReductionVar> reduction_vars(const Node* loop);
+
+}  // namespace ember
