@@ -223,8 +223,8 @@ static Node* append_leaf(Program& p, Node* n) {
   return n;
 }
 
-Node* Builder::input(DType t, const Shape& shape, int position, const std::string& name) {
-  Node* n = prog_.create(Op::input, t, shape);
+Node* Builder::argument(Op op, DType t, const Shape& shape, int position, const std::string& name) {
+  Node* n = prog_.create(op, t, shape);
   n->index = position;
   n->name = name;
   n->loc = loc;
@@ -233,14 +233,12 @@ Node* Builder::input(DType t, const Shape& shape, int position, const std::strin
   return append_leaf(prog_, n);
 }
 
+Node* Builder::input(DType t, const Shape& shape, int position, const std::string& name) {
+  return argument(Op::input, t, shape, position, name);
+}
+
 Node* Builder::scalar_arg(DType t, int position, const std::string& name) {
-  Node* n = prog_.create(Op::scalar_arg, t);
-  n->index = position;
-  n->name = name;
-  n->loc = loc;
-  if (prog_.args.size() <= static_cast<size_t>(position)) prog_.args.resize(static_cast<size_t>(position) + 1);
-  prog_.args[static_cast<size_t>(position)] = n;
-  return append_leaf(prog_, n);
+  return argument(Op::scalar_arg, t, {}, position, name);
 }
 
 Node* Builder::shape_arg(const std::string& name) {

@@ -70,6 +70,7 @@ class Builder {
   Node* numbered(Op op, DType t, const Shape& shape, const std::vector<Node*>& operands, uint32_t attr);
   Node* fold(Op op, DType t, const std::vector<Node*>& operands);
   bool visible(const Node* n) const;
+  Node* argument(Op op, DType t, const Shape& shape, int position, const std::string& name);
 
   Program& prog_;
   Node* scope_;

@@ -1,5 +1,6 @@
 #include "core/passes/fuse_loads.h"
 
+#include <algorithm>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -14,6 +15,50 @@ namespace {
 // Recomputing a producer costs its ops (times loop trips); above this it is stored instead.
 constexpr int64_t kMaxRecomputeCost = 512;
 constexpr int64_t kUnknownTrips = 64;
+// When the consumer would recompute each produced element several times (a load inside a loop
+// that the producer's shape does not account for, e.g. sin(A) inside a matmul's k loop), only
+// producers about as cheap as the load itself are recomputed.
+constexpr int64_t kCheapRecomputeCost = 6;
+// Trailing constant dims up to this size are unrolled into registers (unroll_small_dims), so
+// they do not multiply the work.
+constexpr int64_t kUnrolledDim = 4;
+
+// The non-trivial dims of a shape: dims of constant size 1, and a trailing dim the unroller
+// keeps in registers, do not count.
+std::vector<Node*> work_dims(const std::vector<Node*>& shape) {
+  std::vector<Node*> out;
+  for (size_t a = 0; a < shape.size(); ++a) {
+    int64_t c = const_dim(shape[a]);
+    if (c == 1) continue;
+    if (a + 1 == shape.size() && shape.size() >= 2 && c >= 2 && c <= kUnrolledDim) continue;
+    out.push_back(shape[a]);
+  }
+  return out;
+}
+
+// Whether recomputing at `load` evaluates each element of the producer (shape `produced`) at most
+// about once: every dim the load runs over (its kernel's dims, and the extents of the loops
+// around it) is matched by a distinct dim of the producer.
+bool recomputes_each_element_once(const Node* load, const std::vector<Node*>& produced) {
+  std::vector<Node*> have = work_dims(produced);
+  std::vector<Node*> runs = work_dims(load->enclosing_kernel()->shape);
+  for (const Node* s = load->parent; s && s->op != Op::kernel; s = s->parent) {
+    if (s->op != Op::loop) continue;
+    const Node* b = s->operand(0);
+    const Node* st = s->operand(2);
+    bool unit = b->op == Op::constant && b->i() == 0 && st->op == Op::constant && st->i() == 1;
+    if (!unit) return false;  // unknown extent: assume it repeats work
+    int64_t trips = const_dim(s->operand(1));
+    if (trips >= 1 && trips <= kUnrolledDim) continue;
+    runs.push_back(s->operand(1));
+  }
+  for (Node* d : runs) {
+    auto it = std::find_if(have.begin(), have.end(), [&](Node* h) { return same_dim(h, d); });
+    if (it == have.end()) return false;
+    have.erase(it);
+  }
+  return true;
+}
 
 // The single store that fills buffer `buf` with a value over the whole buffer, or null.
 Node* sole_identity_store(Node* buf) {
@@ -117,7 +162,10 @@ bool fuse_one(Program& p, Node* load, const std::unordered_map<const Node*, int>
   if (!k2 || k2 == k1 || pos.at(k1) >= pos.at(load)) return false;
   Node* v = st->operand(1);
   Cone cone(k1);
-  if (!cone.add(v) || cone.cost() > kMaxRecomputeCost) return false;
+  if (!cone.add(v)) return false;
+  int64_t cost = cone.cost();
+  if (cost > kMaxRecomputeCost) return false;
+  if (cost > kCheapRecomputeCost && !recomputes_each_element_once(load, buf->shape)) return false;
   if (cone.reads.count(buf) || written_between(p, k1, load, cone.reads, pos)) return false;
   // Everything the cone uses from outside k1 must be visible at the load.
   for (Node* n : cone.keep)

@@ -15,6 +15,7 @@
 #include "core/passes/fuse_loads.h"
 #include "core/passes/lower_algorithms.h"
 #include "core/passes/lower_indexing.h"
+#include "core/passes/merge_kernels.h"
 #include "core/passes/simplify.h"
 #include "core/passes/split_host.h"
 #include "core/passes/unroll_small_dims.h"
@@ -36,6 +37,8 @@ const std::vector<Step>& steps() {
       {{"fuse_kernels", fuse_kernels}, false},
       {{"cleanup", nullptr}, true},  // merges repeated loads so each is fused once
       {{"fuse_loads", fuse_loads}, false},
+      {{"cleanup", nullptr}, true},
+      {{"merge_kernels", merge_kernels}, false},
       {{"unroll_small_dims", unroll_small_dims}, false},
       {{"cleanup", nullptr}, true},
       {{"form_kernels", form_kernels}, false},

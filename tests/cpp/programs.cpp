@@ -139,6 +139,27 @@ std::unique_ptr<Program> rgba(bool with_break) {
   return t.release();
 }
 
+// Softmax over rows: the row max and row sum kernels merge, the exp is recomputed, not stored.
+std::unique_ptr<Program> softmax() {
+  Tracer t("softmax");
+  Node* x = t.input(DType::f32, {sym("N"), sym("M")}, "x");
+  Node* e = t.unary(Op::exp, t.binary(Op::sub, x, t.reduce(ReduceKind::max, x, {1}, true)));
+  t.output(t.binary(Op::div, e, t.reduce(ReduceKind::sum, e, {1}, true)));
+  return t.release();
+}
+
+// sin(A) @ B: recomputing sin inside the k loop would repeat it N times per element, so the
+// cost model stores it (2 kernels) while the product itself is fused into the reduction.
+std::unique_ptr<Program> sin_matmul() {
+  Tracer t("sin_matmul");
+  Node* A = t.input(DType::f32, {sym("M"), sym("K")}, "A");
+  Node* B = t.input(DType::f32, {sym("K"), sym("N")}, "B");
+  Node* s = t.unary(Op::sin, A);
+  Node* prod = t.binary(Op::mul, t.gather(s, {all(), all(), newaxis()}), t.gather(B, {newaxis(), all(), all()}));
+  t.output(t.reduce(ReduceKind::sum, prod, {1}, false));
+  return t.release();
+}
+
 }  // namespace
 
 std::vector<TestProgram> test_programs() {
@@ -150,6 +171,8 @@ std::vector<TestProgram> test_programs() {
       {"int_math", int_math, -1},
       {"rgba_lanes", [] { return rgba(false); }, -1},
       {"rgba_break", [] { return rgba(true); }, -1},
+      {"softmax", softmax, 2},
+      {"sin_matmul", sin_matmul, 2},
   };
 }
 
