@@ -277,7 +277,7 @@ class KernelPrinter {
         line(fill(d_.assign, {{"name", ref(n->operand(0))}, {"e", ref(n->operand(1))}}));
         break;
       case Op::program: case Op::input: case Op::scalar_arg: case Op::shape_arg: case Op::buffer:
-      case Op::reduce: case Op::kernel: case Op::output: case Op::count_:
+      case Op::reduce: case Op::scan: case Op::kernel: case Op::output: case Op::count_:
         EMBER_INTERNAL_ASSERT(false, op_name(n->op) << " cannot appear inside kernel #" << k_->index
                                                     << " at code generation (run the whole pipeline)");
     }

@@ -83,6 +83,40 @@ def setup_ember(inputs, opts):
     return run
 
 
+def setup_ember_loop(inputs, opts):
+    """Ember, explicit loop (examples/nbody_loop.py): one em.kernel thread per body, an em.loop
+    over j accumulating the force in three em.var registers."""
+    em = import_ember()
+    em.init(backend=opts.get("backend", "cpu"))
+
+    @em.compile
+    def step(X: em.f32["N", 3], V: em.f32["N", 3], dt: em.f32):  # noqa: F821
+        n = X.shape[0]
+        X2, V2 = em.buffer(X.shape, em.f32), em.buffer(V.shape, em.f32)
+        with em.kernel(n) as i:
+            xi, yi, zi = X[i, 0], X[i, 1], X[i, 2]
+            fx, fy, fz = em.var(0.0), em.var(0.0), em.var(0.0)
+            with em.loop(n) as j:
+                dx, dy, dz = xi - X[j, 0], yi - X[j, 1], zi - X[j, 2]
+                r2 = dx * dx + dy * dy + dz * dz + 1e-4
+                inv = 1.0 / (r2 * em.sqrt(r2))
+                fx.val -= dx * inv
+                fy.val -= dy * inv
+                fz.val -= dz * inv
+            for k, (x, f) in enumerate(((xi, fx), (yi, fy), (zi, fz))):
+                v = V[i, k] + f * dt
+                V2[i, k] = v
+                X2[i, k] = x + v * dt
+        return X2, V2
+
+    X, V, dt = inputs
+
+    def run():
+        X2, V2 = step(X, V, dt)
+        return X2.numpy(), V2.numpy()
+    return run
+
+
 def setup_torch(inputs, opts):
     """PyTorch CPU eager, using every core (Debian's build defaults to one thread)."""
     torch = require("torch")
@@ -245,6 +279,7 @@ def setup_tensorfrost(inputs, opts):
 # Order is the table's order. Peers: add a setup_<name> above and list it here.
 IMPLS = {
     "ember": setup_ember,
+    "ember-loop": setup_ember_loop,
     "numpy": setup_numpy,
     "cpp": setup_cpp,
     "torch": setup_torch,

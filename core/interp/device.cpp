@@ -160,8 +160,8 @@ Flow Machine::exec_dev(const Node* n) {
     case Op::else_: break;  // run by its if
     case Op::break_: return Flow::brk;
     case Op::continue_: return Flow::cont;
-    case Op::reduce:
-      EMBER_INTERNAL_ASSERT(false, "reduce %" << n->id << " inside a device scope is not supported by the interpreter "
+    case Op::reduce: case Op::scan:
+      EMBER_INTERNAL_ASSERT(false, op_name(op) << " %" << n->id << " inside a device scope is not supported by the interpreter "
                                                  "(run lower_algorithms first)");
       break;
     default:

@@ -43,7 +43,9 @@ void validate(const Node* n) {
     EMBER_INTERNAL_ASSERT(no >= n->first_index_operand(), op_name(n->op) << " %" << n->id << " lacks operands");
   if (n->op == Op::set) EMBER_INTERNAL_ASSERT(n->operand(0)->op == Op::var, "set %" << n->id << " of a non-var");
   if (n->op == Op::reduce)
-    EMBER_INTERNAL_ASSERT(n->kind <= static_cast<uint8_t>(ReduceKind::all), "reduce %" << n->id << ": bad kind");
+    EMBER_INTERNAL_ASSERT(n->kind <= static_cast<uint8_t>(ReduceKind::argmin), "reduce %" << n->id << ": bad kind");
+  if (n->op == Op::scan)
+    EMBER_INTERNAL_ASSERT(n->kind == static_cast<uint8_t>(ReduceKind::sum), "scan %" << n->id << ": bad kind");
   if (n->op == Op::atomic)
     EMBER_INTERNAL_ASSERT(n->kind <= static_cast<uint8_t>(AtomicKind::exchange), "atomic %" << n->id << ": bad kind");
   if (n->op == Op::index) EMBER_INTERNAL_ASSERT(n->axis >= 0, "index %" << n->id << ": negative axis");
@@ -228,6 +230,7 @@ Flow Machine::exec_host(const Node* n) {
     case Op::index: host_index(n); break;
     case Op::load: case Op::store: case Op::atomic: host_access(n); break;
     case Op::reduce: host_reduce(n); break;
+    case Op::scan: host_scan(n); break;
     case Op::var: host_var(n, false); break;
     case Op::set: host_var(n, true); break;
     case Op::output: host_output(n); break;
@@ -378,24 +381,82 @@ void Machine::host_reduce(const Node* n) {
     acc = out.t.data;
   }
   const ReduceKind kind = static_cast<ReduceKind>(n->kind);
-  const DType t = n->dtype, xt = x->dtype;
+  const bool arg = kind == ReduceKind::argmax || kind == ReduceKind::argmin;
+  const DType xt = x->dtype;
+  const DType t = arg ? xt : n->dtype;  // argmax/argmin: `acc` holds indices, `best` values
+  EMBER_INTERNAL_ASSERT(!arg || n->dtype == DType::i32, "reduce %" << n->id << ": argmax/argmin must be i32");
   const uint32_t id = reduce_identity(kind, t);
-  std::fill(acc, acc + s, id);
+  std::vector<uint32_t> best;
+  // Row-major stride over the reduced axes (0 for kept ones): the index argmax/argmin report.
+  std::vector<int64_t> rstride(static_cast<size_t>(rank), 0);
+  if (arg) {
+    best.assign(static_cast<size_t>(s), id);
+    std::fill(acc, acc + s, 0u);
+    int64_t r = 1;
+    for (int k = rank - 1; k >= 0; --k) {
+      if (!((n->axes >> k) & 1u)) continue;
+      rstride[static_cast<size_t>(k)] = r;
+      r *= in[static_cast<size_t>(k)];
+    }
+  } else {
+    std::fill(acc, acc + s, id);
+  }
   int64_t in_size = 1;
   for (int64_t d : in) in_size *= d;
   std::vector<int64_t> c(static_cast<size_t>(rank), 0);
-  int64_t o = 0;
+  int64_t o = 0, ri = 0;
   for (int64_t i = 0; i < in_size; ++i) {
     uint32_t v = xt == t ? src[i] : convert_word(src[i], xt, t);
-    acc[o] = reduce_step(kind, t, acc[o], v);
+    if (!arg) {
+      acc[o] = reduce_step(kind, t, acc[o], v);
+    } else if (arg_replaces(kind, t, best[static_cast<size_t>(o)], v)) {
+      best[static_cast<size_t>(o)] = v;
+      acc[o] = i2w(static_cast<int32_t>(ri));
+    }
     for (int k = rank - 1; k >= 0; --k) {
       size_t uk = static_cast<size_t>(k);
       o += ostride[uk];
+      ri += rstride[uk];
       if (++c[uk] < in[uk]) break;
       o -= ostride[uk] * in[uk];
+      ri -= rstride[uk] * in[uk];
       c[uk] = 0;
     }
   }
+}
+
+// Inclusive scan along n->axis, element by element in row-major order of the other axes.
+void Machine::host_scan(const Node* n) {
+  const Node* x = n->operand(0);
+  EMBER_INTERNAL_ASSERT(!dev(x), "scan %" << n->id << " of a value from a device scope");
+  const HostVal& hx = hv(x);
+  EMBER_INTERNAL_ASSERT(hx.tensor && !hx.t.shape.empty(), "scan %" << n->id << " of a scalar");
+  const std::vector<int64_t> in = hx.t.shape;
+  const int rank = static_cast<int>(in.size());
+  EMBER_INTERNAL_ASSERT(n->axis >= 0 && n->axis < rank, "scan %" << n->id << ": axis " << n->axis << " of a rank-"
+                                                                 << rank << " operand");
+  eval_dims(n->shape, dims_);
+  EMBER_INTERNAL_ASSERT(dims_ == in, "scan %" << n->id << " of " << tuple_str(in) << " has shape " << tuple_str(dims_));
+  EMBER_INTERNAL_ASSERT(x->dtype == n->dtype, "scan %" << n->id << ": dtype differs from its operand's");
+  const ReduceKind kind = static_cast<ReduceKind>(n->kind);
+  HostVal& out = hv(n);
+  const uint32_t* src = hx.t.data;  // read before `out` may be reallocated
+  HostTensor result = HostTensor::alloc(n->dtype, in, false);
+  int64_t inner = 1, outer = 1;
+  for (int k = n->axis + 1; k < rank; ++k) inner *= in[static_cast<size_t>(k)];
+  for (int k = 0; k < n->axis; ++k) outer *= in[static_cast<size_t>(k)];
+  const int64_t len = in[static_cast<size_t>(n->axis)];
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i) {
+      uint32_t acc = reduce_identity(kind, n->dtype);
+      for (int64_t k = 0; k < len; ++k) {
+        const int64_t at = (o * len + k) * inner + i;
+        acc = reduce_step(kind, n->dtype, acc, src[at]);
+        result.data[at] = acc;
+      }
+    }
+  out.t = std::move(result);
+  out.tensor = true;
 }
 
 void Machine::host_var(const Node* n, bool is_set) {

@@ -98,6 +98,7 @@ class Machine {
   void host_index(const Node* n);
   void host_access(const Node* n);
   void host_reduce(const Node* n);
+  void host_scan(const Node* n);
   void host_var(const Node* n, bool is_set);
   void host_output(const Node* n);
 

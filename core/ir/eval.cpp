@@ -174,9 +174,9 @@ uint32_t reduce_identity(ReduceKind k, DType t) {
     case ReduceKind::sum: case ReduceKind::any: return t == DType::f32 ? f2w(0.f) : 0u;
     case ReduceKind::prod: return t == DType::f32 ? f2w(1.f) : 1u;
     case ReduceKind::all: return 1u;
-    case ReduceKind::max:
+    case ReduceKind::max: case ReduceKind::argmax:
       return t == DType::f32 ? f2w(-INFINITY) : t == DType::i32 ? 0x80000000u : 0u;
-    case ReduceKind::min:
+    case ReduceKind::min: case ReduceKind::argmin:
       return t == DType::f32 ? f2w(INFINITY) : t == DType::i32 ? 0x7fffffffu : (t == DType::boolean ? 1u : 0xffffffffu);
   }
   return 0;
@@ -191,8 +191,16 @@ uint32_t reduce_step(ReduceKind k, DType t, uint32_t acc, uint32_t v) {
     case ReduceKind::min: return eval_elementwise(Op::min, t, t, a, 2);
     case ReduceKind::any: return (acc || v) ? 1u : 0u;
     case ReduceKind::all: return (acc && v) ? 1u : 0u;
+    case ReduceKind::argmax: case ReduceKind::argmin: return arg_replaces(k, t, acc, v) ? v : acc;
   }
   return acc;
+}
+
+bool arg_replaces(ReduceKind k, DType t, uint32_t best, uint32_t v) {
+  if (t == DType::f32 && std::isnan(w2f(v))) return !std::isnan(w2f(best));
+  uint32_t a[2] = {v, best};
+  Op cmp = k == ReduceKind::argmin ? Op::lt : Op::gt;
+  return eval_elementwise(cmp, DType::boolean, t, a, 2) != 0;
 }
 
 uint32_t atomic_step(AtomicKind k, DType t, uint32_t old, uint32_t v) {

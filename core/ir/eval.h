@@ -16,8 +16,14 @@ uint32_t eval_elementwise(Op op, DType out, DType in, const uint32_t* args, int 
 uint32_t convert_word(uint32_t w, DType from, DType to);
 
 // Combines an accumulator with a value for a reduction or an atomic of the given kind.
+// For argmax/argmin the accumulator is the best value so far (of the operand's dtype `t`): the
+// identity is max's/min's, the step keeps the better one (arg_replaces); the index is tracked
+// by the caller.
 uint32_t reduce_step(ReduceKind k, DType t, uint32_t acc, uint32_t v);
 uint32_t reduce_identity(ReduceKind k, DType t);
+// argmax/argmin: whether value v (later in row-major order) replaces the best value so far:
+// strictly greater (less), or v is the first NaN (NumPy: the first NaN is the extreme).
+bool arg_replaces(ReduceKind k, DType t, uint32_t best, uint32_t v);
 uint32_t atomic_step(AtomicKind k, DType t, uint32_t old, uint32_t v);
 
 // Applies an index mode to a coordinate in [0, n).

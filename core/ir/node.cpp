@@ -15,7 +15,7 @@ const OpInfo kOps[] = {
 const OpInfo& op_info(Op op) { return kOps[static_cast<int>(op)]; }
 
 const char* reduce_kind_name(ReduceKind k) {
-  static const char* n[] = {"sum", "prod", "max", "min", "any", "all"};
+  static const char* n[] = {"sum", "prod", "max", "min", "any", "all", "argmax", "argmin"};
   return n[static_cast<int>(k)];
 }
 const char* atomic_kind_name(AtomicKind k) {
@@ -168,7 +168,7 @@ std::unique_ptr<Program> clone_program(const Program& src, std::vector<std::pair
     Node* c = dst->create(n->op, n->dtype);
     c->bits = n->bits; c->axis = n->axis; c->kind = n->kind; c->axes = n->axes;
     c->keepdims = n->keepdims; c->mode = n->mode; c->flat = n->flat; c->zero_init = n->zero_init;
-    c->index = n->index; c->name = n->name; c->loc = n->loc;
+    c->index = n->index; c->name = n->name; c->loc = n->loc; c->user_kernel = n->user_kernel;
     map[n] = c;
   }
   auto m = [&](Node* n) { auto it = map.find(n); EMBER_INTERNAL_ASSERT(it != map.end(), "clone: dangling reference"); return it->second; };

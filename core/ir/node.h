@@ -50,7 +50,9 @@ const OpInfo& op_info(Op op);
 inline const char* op_name(Op op) { return op_info(op).name; }
 inline bool has_flag(Op op, uint32_t f) { return (op_info(op).flags & f) != 0; }
 
-enum class ReduceKind : uint8_t { sum, prod, max, min, any, all };
+// argmax/argmin: the row-major flat index (i32) of the first extreme element over the reduced
+// axes (NumPy semantics; a NaN counts as the extreme, so the first NaN wins).
+enum class ReduceKind : uint8_t { sum, prod, max, min, any, all, argmax, argmin };
 enum class AtomicKind : uint8_t { add, min, max, band, bor, bxor, exchange };
 enum class IndexMode : uint8_t { clamp, unsafe, wrap };
 const char* reduce_kind_name(ReduceKind k);
@@ -72,8 +74,8 @@ struct Node {
 
   // Attributes; which ones an op uses is documented in ops.def.
   uint32_t bits = 0;            // constant: the value's 32-bit word
-  int axis = 0;                 // index: which coordinate
-  uint8_t kind = 0;             // reduce: ReduceKind; atomic: AtomicKind
+  int axis = 0;                 // index: which coordinate; scan: the scanned axis
+  uint8_t kind = 0;             // reduce, scan: ReduceKind; atomic: AtomicKind
   uint32_t axes = 0;            // reduce: bitmask of reduced input axes
   bool keepdims = false;        // reduce
   IndexMode mode = IndexMode::clamp;  // load/store/atomic: out-of-range policy
@@ -81,6 +83,7 @@ struct Node {
   bool zero_init = false;       // buffer: filled with zeros when allocated
   int index = -1;               // argument position, output slot, kernel id
   std::string name;             // argument name, symbolic dim name, kernel name
+  bool user_kernel = false;     // kernel: written by the user (em.kernel), not made by a pass
   SourceLoc loc;                // where the user traced it
 
   // Filled by split_host for kernel nodes: host values the kernel reads (passed as scalars)

@@ -64,6 +64,7 @@ class Printer {
         os << " " << reduce_kind_name(static_cast<ReduceKind>(n->kind)) << " axes=0x" << std::hex << n->axes
            << std::dec << (n->keepdims ? " keepdims" : "");
         break;
+      case Op::scan: os << " " << reduce_kind_name(static_cast<ReduceKind>(n->kind)) << " axis=" << n->axis; break;
       case Op::atomic: os << " " << atomic_kind_name(static_cast<AtomicKind>(n->kind)); break;
       default: break;
     }

@@ -31,6 +31,11 @@ class Cse {
  public:
   explicit Cse(Program& p) : p_(p) {}
   bool run() {
+    // A node used as a dimension is referenced from shapes, which use lists do not track; it
+    // stays even when a twin exists.
+    p_.for_each([&](Node* n) {
+      for (Node* d : n->shape) dims_.insert(d);
+    });
     scope(p_.root());
     return changed_;
   }
@@ -74,7 +79,7 @@ class Cse {
           auto it = t->find(Key{c});
           if (it != t->end()) found = it->second;
         }
-        if (found) {
+        if (found && !dims_.count(c)) {
           p_.replace_all_uses(c, found);
           p_.erase(c);
           changed_ = true;
@@ -97,6 +102,7 @@ class Cse {
 
   Program& p_;
   std::vector<Table> tables_;
+  std::unordered_set<const Node*> dims_;
   bool changed_ = false;
 };
 

@@ -35,40 +35,33 @@ bool dce(Program& p) {
   std::vector<Node*> all = p.nodes();
   for (Node* n : all)
     if (root_effect(n)) mark(n);
-  // break/continue are live when their loop is.
-  while (!work.empty()) {
-    Node* n = work.back();
-    work.pop_back();
-    for (Node* o : n->operands) mark(o);
-    for (Node* d : n->shape) mark(d);
-    for (Node* s = n->parent; s && s != p.root(); s = s->parent) mark(s);
-    if (n->op == Op::else_ && n->prev) mark(n->prev);  // an else needs its if
-    if (n->op == Op::var)
-      for (Node* u : n->users)
-        if (u->op == Op::set && u->operand(0) == n) mark(u);  // a read var needs every assignment
-    if (n->op == Op::loop || n->op == Op::if_ || n->op == Op::else_)
-      for (Node* c = n->first_child; c; c = c->next)
-        if (c->op == Op::break_ || c->op == Op::continue_) mark(c);
-  }
-  // Control statements nested in live ifs inside live loops.
-  bool grew = true;
-  while (grew) {
-    grew = false;
-    for (Node* n : all)
-      if ((n->op == Op::break_ || n->op == Op::continue_) && !live.count(n)) {
-        Node* loop = n->parent;
-        while (loop && loop->op != Op::loop) loop = loop->parent;
-        if (loop && live.count(loop)) {
-          mark(n);
-          grew = true;
-        }
-      }
+  auto propagate = [&] {
     while (!work.empty()) {
       Node* n = work.back();
       work.pop_back();
       for (Node* o : n->operands) mark(o);
+      for (Node* d : n->shape) mark(d);
       for (Node* s = n->parent; s && s != p.root(); s = s->parent) mark(s);
+      if (n->op == Op::else_ && n->prev) mark(n->prev);  // an else needs its if
+      if (n->op == Op::var)
+        for (Node* u : n->users)
+          if (u->op == Op::set && u->operand(0) == n) mark(u);  // a read var needs every assignment
     }
+  };
+  propagate();
+  // break/continue are live when the loop they leave is; marking them can make more live.
+  for (bool grew = true; grew;) {
+    grew = false;
+    for (Node* n : all) {
+      if ((n->op != Op::break_ && n->op != Op::continue_) || live.count(n)) continue;
+      Node* loop = n->parent;
+      while (loop && loop->op != Op::loop) loop = loop->parent;
+      if (loop && live.count(loop)) {
+        mark(n);
+        grew = true;
+      }
+    }
+    propagate();
   }
   bool changed = false;
   for (auto it = all.rbegin(); it != all.rend(); ++it) {

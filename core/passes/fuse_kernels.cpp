@@ -5,6 +5,7 @@
 
 #include "core/ir/builder.h"
 #include "core/ir/shape.h"
+#include "core/passes/hoist_grid_loops.h"
 #include "core/passes/pass_util.h"
 
 namespace ember {
@@ -62,6 +63,8 @@ class Grouper {
     reads_.clear();
     writes_.clear();
     atomics_.clear();
+    gathered_.clear();
+    assigned_.clear();
   }
 
   // Whether adding n to the open kernel would make a dependence cross threads.
@@ -73,6 +76,10 @@ class Grouper {
         if (writes_.count(m) || atomics_.count(m)) bad = true;
         if (!m->is_memory() && m->inside(k_)) bad = true;  // gathers a value made by other threads
       }
+      // A var that becomes memory behaves like one: a gather of it and an assignment to it
+      // in one kernel would let threads see each other's updates.
+      if (x->op == Op::set && gathered_.count(x->operand(0))) bad = true;
+      if (x->op == Op::load && x->operand(0)->op == Op::var && assigned_.count(x->operand(0))) bad = true;
       if (x->op == Op::store && (reads_.count(x->operand(0)) || writes_.count(x->operand(0)) || atomics_.count(x->operand(0))))
         bad = true;
       if (x->op == Op::atomic && (reads_.count(x->operand(0)) || writes_.count(x->operand(0)))) bad = true;
@@ -82,6 +89,8 @@ class Grouper {
 
   void note_effects(Node* n) {
     walk_subtree(n, [&](Node* x) {
+      if (x->op == Op::load && x->operand(0)->op == Op::var) gathered_.insert(x->operand(0));
+      if (x->op == Op::set) assigned_.insert(x->operand(0));
       if (x->op == Op::load) reads_.insert(x->operand(0));
       if (x->op == Op::store) writes_.insert(x->operand(0));
       if (x->op == Op::atomic) atomics_.insert(x->operand(0));
@@ -105,7 +114,7 @@ class Grouper {
   Program& p_;
   Builder b_;
   Node* k_ = nullptr;
-  std::unordered_set<const Node*> reads_, writes_, atomics_;
+  std::unordered_set<const Node*> reads_, writes_, atomics_, gathered_, assigned_;
 };
 
 // Identity coordinates of `shape` at the builder's insertion point.
@@ -232,7 +241,8 @@ class Materializer {
 }  // namespace
 
 bool fuse_kernels(Program& p) {
-  bool changed = Grouper(p).scope(p.root());
+  bool changed = hoist_grid_loops(p);
+  changed |= Grouper(p).scope(p.root());
   changed |= Materializer(p).run();
   return changed;
 }

@@ -36,11 +36,28 @@ std::vector<Node*> work_dims(const std::vector<Node*>& shape) {
   return out;
 }
 
+// A consumer may evaluate a non-trivial producer up to this many times per produced element on
+// average: a concat's select chain evaluates every part at every element, a repeat reads each
+// element `repeats` times. A factor that grows with a dimension is never allowed.
+constexpr int64_t kMaxRepeat = 4;
+
+// A dim as its factors: a product of dims (a reshape's [N * 3]) matches the dims [N, 3].
+void dim_factors(Node* d, std::vector<Node*>& out) {
+  if (d->op == Op::mul && d->shape.empty() && d->dtype == DType::i32) {
+    dim_factors(d->operand(0), out);
+    dim_factors(d->operand(1), out);
+    return;
+  }
+  if (const_dim(d) != 1) out.push_back(d);
+}
+
 // Whether recomputing at `load` evaluates each element of the producer (shape `produced`) at most
-// about once: every dim the load runs over (its kernel's dims, and the extents of the loops
-// around it) is matched by a distinct dim of the producer.
+// about once: the dims the load runs over (its kernel's dims, and the extents of the loops
+// around it) match dims of the producer, up to a constant factor of at most kMaxRepeat (so
+// reshapes, transposes, concats and repeats between them are fine).
 bool recomputes_each_element_once(const Node* load, const std::vector<Node*>& produced) {
-  std::vector<Node*> have = work_dims(produced);
+  std::vector<Node*> have;
+  for (Node* d : produced) dim_factors(d, have);
   std::vector<Node*> runs = work_dims(load->enclosing_kernel()->shape);
   for (const Node* s = load->parent; s && s->op != Op::kernel; s = s->parent) {
     if (s->op != Op::loop) continue;
@@ -52,12 +69,36 @@ bool recomputes_each_element_once(const Node* load, const std::vector<Node*>& pr
     if (trips >= 1 && trips <= kUnrolledDim) continue;
     runs.push_back(s->operand(1));
   }
-  for (Node* d : runs) {
+  std::vector<Node*> run_factors;
+  for (Node* d : runs) dim_factors(d, run_factors);
+  int64_t run_const = 1, have_const = 1;
+  for (Node* d : run_factors) {
+    // A sum of equal dims (a concat of k parts of size N along an axis): N, k times over.
+    std::vector<Node*> terms;
+    std::vector<Node*> pending{d};
+    while (!pending.empty()) {
+      Node* t = pending.back();
+      pending.pop_back();
+      if (t->op == Op::add && t->shape.empty() && t->dtype == DType::i32 && terms.size() < 64) {
+        pending.push_back(t->operand(0));
+        pending.push_back(t->operand(1));
+      } else {
+        terms.push_back(t);
+      }
+    }
+    bool equal_terms = terms.size() > 1 && std::all_of(terms.begin(), terms.end(), [&](Node* t) { return same_dim(t, terms[0]); });
+    if (equal_terms) {
+      d = terms[0];
+      run_const *= static_cast<int64_t>(terms.size());
+    }
     auto it = std::find_if(have.begin(), have.end(), [&](Node* h) { return same_dim(h, d); });
-    if (it == have.end()) return false;
-    have.erase(it);
+    if (it != have.end()) { have.erase(it); continue; }
+    if (const_dim(d) < 0) return false;  // a symbolic dim the producer does not have
+    run_const *= const_dim(d);
   }
-  return true;
+  for (Node* h : have)
+    if (const_dim(h) > 0) have_const *= const_dim(h);  // symbolic leftovers count as >= 1
+  return run_const <= have_const * kMaxRepeat;
 }
 
 // The single store that fills buffer `buf` with a value over the whole buffer, or null.
@@ -167,6 +208,12 @@ bool fuse_one(Program& p, Node* load, const std::unordered_map<const Node*, int>
   if (cost > kMaxRecomputeCost) return false;
   if (cost > kCheapRecomputeCost && !recomputes_each_element_once(load, buf->shape)) return false;
   if (cone.reads.count(buf) || written_between(p, k1, load, cone.reads, pos)) return false;
+  // Other threads of the consumer may write what the recomputation reads before it runs.
+  bool consumer_writes = false;
+  walk_subtree(k2, [&](Node* x) {
+    if ((x->op == Op::store || x->op == Op::atomic) && cone.reads.count(x->operand(0))) consumer_writes = true;
+  });
+  if (consumer_writes) return false;
   // Everything the cone uses from outside k1 must be visible at the load.
   for (Node* n : cone.keep)
     for (Node* o : n->operands)

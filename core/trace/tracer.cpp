@@ -87,8 +87,9 @@ std::vector<Node*> Tracer::broadcast_shapes(const std::vector<Node*>& a, const s
 }
 
 // Rewrites expression `e` (of shape `from`) as if evaluated at coordinates `idx` of `shape`:
-// index(a) becomes idx[a]. Only cheap index math and loads of memory are rewritten; anything
-// else sets ok = false so the caller gathers from the value instead.
+// index(a) becomes idx[a]. Only cheap index math and loads (of memory, or of a value: a gather
+// of a gather is one gather) are rewritten; anything else sets ok = false so the caller gathers
+// from the value instead.
 Node* Tracer::substitute(Node* e, const std::vector<Node*>& from, const std::vector<Node*>& idx,
                          const std::vector<Node*>& shape, bool& ok) {
   if (!ok) return e;
@@ -97,7 +98,6 @@ Node* Tracer::substitute(Node* e, const std::vector<Node*>& from, const std::vec
   switch (e->op) {
     case Op::index: return idx[static_cast<size_t>(e->axis)];
     case Op::load: {
-      if (!e->operand(0)->is_memory()) { ok = false; return e; }
       std::vector<Node*> ni;
       for (int i = 1; i < e->num_operands(); ++i) ni.push_back(substitute(e->operand(i), from, idx, shape, ok));
       if (!ok) return e;
@@ -299,6 +299,7 @@ Tracer::Resolved Tracer::resolve(Node* x, const std::vector<IndexItem>& items_in
   if (!adjacent) place_adv();
   Resolved r;
   std::vector<int64_t> slice_start(items.size()), slice_step(items.size());
+  std::vector<Node*> slice_start_node(items.size(), nullptr);  // a symbolic start (x[::-1])
   for (size_t k = 0, src = 0; k < items.size(); ++k) {
     const IndexItem& it = items[k];
     if (it.kind == IndexItem::tensor) {
@@ -327,10 +328,19 @@ Tracer::Resolved Tracer::resolve(Node* x, const std::vector<IndexItem>& items_in
     int64_t n = const_dim(d);
     bool full = !it.start && !it.stop && it.step == 1;
     if (full) { r.shape.push_back(d); slice_start[static_cast<size_t>(ri)] = 0; slice_step[static_cast<size_t>(ri)] = 1; continue; }
-    if (n < 0)
-      EMBER_USER_ERROR(ShapeError, loc(), "slicing with bounds or steps needs a fixed dimension; axis "
-                                              << src_axis_of_item[ri] << " of " << shape_str(x->shape) << " is symbolic");
     if (it.step == 0) EMBER_USER_ERROR(ShapeError, loc(), "slice step cannot be zero");
+    if (n < 0 && !it.start && !it.stop) {  // x[::s] of a symbolic dim: its length is host math
+      int64_t as = it.step < 0 ? -it.step : it.step;
+      r.shape.push_back(as == 1 ? d : dim_math(Op::div, dim_math(Op::add, d, b_.i32(static_cast<int32_t>(as - 1))),
+                                                b_.i32(static_cast<int32_t>(as))));
+      slice_start[static_cast<size_t>(ri)] = 0;
+      slice_step[static_cast<size_t>(ri)] = it.step;
+      if (it.step < 0) slice_start_node[static_cast<size_t>(ri)] = dim_math(Op::sub, d, b_.i32(1));
+      continue;
+    }
+    if (n < 0)
+      EMBER_USER_ERROR(ShapeError, loc(), "slicing with bounds needs a fixed dimension; axis "
+                                              << src_axis_of_item[ri] << " of " << shape_str(x->shape) << " is symbolic");
     int64_t step = it.step, start, stop;
     auto norm = [&](int64_t v, int64_t lo, int64_t hi) { if (v < 0) v += n; return std::clamp(v, lo, hi); };
     if (step > 0) {
@@ -355,6 +365,13 @@ Tracer::Resolved Tracer::resolve(Node* x, const std::vector<IndexItem>& items_in
     if (it.kind == IndexItem::newaxis) continue;
     if (it.kind == IndexItem::tensor) {
       Node* v = cast(it.value, DType::i32);
+      if (v->shape.empty() && v->op == Op::constant && v->i() < 0) {  // counts from the end, as in NumPy
+        Node* d = x->shape[static_cast<size_t>(src_axis_of_item[k])];
+        if (const_dim(d) >= 0 && v->i() + const_dim(d) < 0)
+          EMBER_USER_ERROR(ShapeError, loc(), "index " << v->i() << " is out of range for axis " << src_axis_of_item[k]
+                                                       << " of size " << const_dim(d));
+        v = dim_math(Op::add, d, v);
+      }
       if (v->shape.empty()) { r.idx.push_back(v); continue; }
       // Place the advanced value inside the result shape: its dims are the advanced block.
       std::vector<Node*> sub_idx;
@@ -371,6 +388,7 @@ Tracer::Resolved Tracer::resolve(Node* x, const std::vector<IndexItem>& items_in
     int64_t st = slice_start[k], sp = slice_step[k];
     if (sp != 1) i = b_.binary(Op::mul, i, b_.i32(static_cast<int32_t>(sp)));
     if (st != 0) i = b_.binary(Op::add, i, b_.i32(static_cast<int32_t>(st)));
+    if (slice_start_node[k]) i = b_.binary(Op::add, i, slice_start_node[k]);
     r.idx.push_back(i);
   }
   return r;
@@ -433,8 +451,9 @@ Node* Tracer::reduce(ReduceKind k, Node* x, std::vector<int> axes, bool keepdims
     if (mask & (1u << aa)) EMBER_USER_ERROR(ShapeError, loc(), "reduction axis " << a << " repeated");
     mask |= 1u << aa;
   }
-  if (r == 0) return x;
-  DType t = x->dtype;
+  const bool arg = k == ReduceKind::argmax || k == ReduceKind::argmin;
+  if (r == 0) return arg ? b_.i32(0) : x;
+  DType t = arg ? DType::i32 : x->dtype;  // argmax/argmin: the index
   if (k == ReduceKind::any || k == ReduceKind::all) {
     if (t != DType::boolean) x = b_.binary(Op::ne, x, b_.cast(b_.i32(0), t));
     t = DType::boolean;
@@ -451,7 +470,7 @@ Node* Tracer::reduce(ReduceKind k, Node* x, std::vector<int> axes, bool keepdims
 }
 
 Node* Tracer::mean(Node* x, std::vector<int> axes, bool keepdims) {
-  Node* xf = x->dtype == DType::f32 ? x : b_.cast(x, DType::f32);
+  Node* xf = x->dtype == DType::f32 ? x : b_.cast(value(x), DType::f32);  // a memory is read first
   Node* s = reduce(ReduceKind::sum, xf, axes, keepdims);
   int r = x->rank();
   if (axes.empty()) for (int a = 0; a < r; ++a) axes.push_back(a);
@@ -520,6 +539,7 @@ std::vector<Node*> Tracer::begin_kernel(const std::vector<Node*>& shape) {
   if (!scope_shape().empty()) EMBER_USER_ERROR(Error, loc(), "em.kernel must be opened at host level");
   Node* k = b_.kernel(shape);
   k->loc = loc();
+  k->user_kernel = true;
   scopes_.push_back(k);
   b_.set_insert_end(k);
   std::vector<Node*> idx;

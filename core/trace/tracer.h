@@ -60,8 +60,41 @@ class Tracer {
   Node* reduce(ReduceKind k, Node* x, std::vector<int> axes, bool keepdims);  // empty axes: all
   Node* mean(Node* x, std::vector<int> axes, bool keepdims);
 
+  // Algorithms (algorithm_ops.cpp). norm: sqrt(sum(x * x)) over the axes (f32). prefix_sum: the
+  // inclusive scan along `axis` (np.cumsum; bool scans as i32), lowered to a blocked parallel
+  // scan. matmul: np.matmul (1-D operands promoted, batch dims broadcast); dot: np.dot. Both are
+  // a sum over the shared axis of a broadcast product, so the product fuses into the loop.
+  Node* norm(Node* x, std::vector<int> axes, bool keepdims);
+  Node* prefix_sum(Node* x, int axis);
+  Node* matmul(Node* a, Node* b);
+  Node* dot(Node* a, Node* b);
+
   Node* zeros(const std::vector<Node*>& shape, DType t);
   Node* buffer(const std::vector<Node*>& shape, DType t);
+
+  // Shape operations (shape_ops.cpp). Each result is a gather of the source at remapped
+  // coordinates (index math only), so it composes with other gathers and does not stop fusion.
+  // Negative axes count from the end.
+  // Row-major reshape; one dim may be nullptr (NumPy's -1: inferred). Dims may be symbolic.
+  Node* reshape(Node* x, const std::vector<Node*>& shape);
+  // Result axis k is source axis axes[k]; empty `axes` reverses the axes (x.T).
+  Node* transpose(Node* x, std::vector<int> axes = {});
+  // Drops the given axes (each of size 1); empty `axes` drops every axis of fixed size 1.
+  Node* squeeze(Node* x, std::vector<int> axes = {});
+  // Inserts an axis of size 1 so that it is axis `axis` of the result.
+  Node* unsqueeze(Node* x, int axis);
+  // Joins along an existing axis (other dims must match; dtypes promote): a select chain.
+  Node* concat(const std::vector<Node*>& xs, int axis = 0);
+  // Joins along a new axis `axis` (all shapes equal): unsqueeze + concat.
+  Node* stack(const std::vector<Node*>& xs, int axis = 0);
+  // np.repeat with an int count: each element `repeats` times along `axis`; no axis: flattened.
+  Node* repeat(Node* x, int64_t repeats, std::optional<int> axis = std::nullopt);
+  // Reverses the given axes; empty `axes` reverses all of them.
+  Node* flip(Node* x, std::vector<int> axes = {});
+ private:
+  // Host-level arithmetic on dimension nodes (placed before the outermost device scope).
+  Node* dim_math(Op op, Node* a, Node* b);
+ public:
 
   // Control flow. Every begin_* is matched by end_scope().
   Node* begin_loop(Node* begin, Node* end, Node* step);
@@ -88,6 +121,8 @@ class Tracer {
   Resolved resolve(Node* x, const std::vector<IndexItem>& items);
   Node* to_dtype(Node* v, DType t);
   std::vector<Node*> broadcast_index(Node* x, const std::vector<Node*>& shape);
+  Node* contract(Node* a, Node* b, const std::vector<Node*>& shape, const std::vector<Node*>& ia,
+                 const std::vector<Node*>& ib, int axis);
 
  public:
   // A memory used as a value reads it element by element (an identity load).

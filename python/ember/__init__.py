@@ -20,9 +20,12 @@ from ._ops import (  # noqa: F401
     abs, acos, all, any, asin, atan, atan2, bitcast, broadcast_to, cast, ceil, clamp, cos, cosh, exp, exp2, floor,
     fma, frac, indices, isinf, isnan, lerp, log, log2, max, mean, min, pow, prod, round, rsqrt, sign, sin, sinh,
     smoothstep, sqrt, squeeze, step, sum, tan, tanh, transpose, trunc, unsqueeze, where)
+from ._ops import concat, flip, repeat, reshape, stack  # noqa: F401
+from ._ops import argmax, argmin, dot, matmul, norm, prefix_sum  # noqa: F401
 from ._control import (atomic_add, atomic_and, atomic_exchange, atomic_max, atomic_min, atomic_or, atomic_xor,
                        break_, buffer, continue_, else_, if_, kernel, loop, var, zeros)
 from ._program import Program, backend, compile, init
+from . import _random as random  # noqa: F401  (em.random; not in __all__: the stdlib has a random)
 
 __version__ = getattr(_ember, "__version__", "0.0.0")
 
@@ -35,6 +38,8 @@ __all__ = [
     "cos", "cosh", "exp", "exp2", "floor", "fma", "frac", "indices", "isinf", "isnan", "lerp", "log", "log2",
     "mean", "prod", "rsqrt", "sign", "sin", "sinh", "smoothstep", "sqrt",
     "squeeze", "step", "tan", "tanh", "transpose", "trunc", "unsqueeze", "where",
+    "concat", "flip", "repeat", "reshape", "stack",
+    "argmax", "argmin", "dot", "matmul", "norm", "prefix_sum",
     "atomic_add", "atomic_and", "atomic_exchange", "atomic_max", "atomic_min", "atomic_or", "atomic_xor",
     "break_", "buffer", "continue_", "else_", "if_", "kernel", "loop", "var", "zeros",
     "Program", "backend", "compile", "init",

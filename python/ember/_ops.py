@@ -5,6 +5,8 @@ does) and return em.Value. They can only be called while a function is being tra
 """
 import builtins
 
+import numpy as np
+
 from . import _ember as _C
 from . import _dtypes as D
 from . import _tracing as T
@@ -125,6 +127,61 @@ def all(x, axis=None, keepdims=False):
     return _reduce(RK.all, x, axis, keepdims, "em.all")
 
 
+def norm(x, axis=None, keepdims=False):
+    """sqrt(sum(x * x)) over the axes (all when None), f32: the 2-norm of vectors and the
+    Frobenius norm of matrices (numpy.linalg.norm's default)."""
+    tr = T.tracer("em.norm")
+    n = T.node_of(tr, x)
+    axes = [] if axis is None else [int(a) for a in (axis if isinstance(axis, (tuple, list)) else [axis])]
+    if axis is not None and not axes:  # axis=() reduces nothing: |x|
+        return Value(tr.unary(Op.abs, tr.cast(n, D.f32._c)))
+    return Value(tr.norm(n, axes, keepdims))
+
+
+def _arg_reduce(kind, x, axis, keepdims, what):
+    if axis is not None and (isinstance(axis, builtins.bool) or not hasattr(axis, "__index__")):
+        raise T.error(_C.TypeError, f"{what}: axis must be an int or None (flattened), got {axis!r}")
+    return _reduce(kind, x, axis, keepdims, what)
+
+
+def argmax(x, axis=None, keepdims=False):
+    """Index (i32) of the first maximum along `axis`, or in the flattened x when None, as
+    numpy.argmax (a NaN counts as the maximum, so the first NaN wins)."""
+    return _arg_reduce(RK.argmax, x, axis, keepdims, "em.argmax")
+
+
+def argmin(x, axis=None, keepdims=False):
+    """Index (i32) of the first minimum along `axis`, or in the flattened x when None, as
+    numpy.argmin (a NaN counts as the minimum, so the first NaN wins)."""
+    return _arg_reduce(RK.argmin, x, axis, keepdims, "em.argmin")
+
+
+def prefix_sum(x, axis=-1):
+    """Inclusive running sum along `axis` (as numpy.cumsum with an axis; bool sums as i32). Runs as
+    a blocked parallel scan: per-block scans, a scan of the block totals, then block offsets."""
+    tr = T.tracer("em.prefix_sum")
+    if isinstance(axis, builtins.bool) or not hasattr(axis, "__index__"):
+        raise T.error(_C.TypeError, f"em.prefix_sum: axis must be an int, got {axis!r}")
+    return Value(tr.prefix_sum(T.node_of(tr, x), int(axis)))
+
+
+def matmul(a, b):
+    """Matrix product as numpy.matmul (the @ operator): 1-D operands are promoted to a row/column
+    and the added axis removed; leading (batch) dims broadcast. A sum over the shared axis of a
+    broadcast product, which fuses into one loop."""
+    tr = T.tracer("em.matmul")
+    na, nb = T.nodes(tr, a, b)
+    return Value(tr.matmul(na, nb))
+
+
+def dot(a, b):
+    """numpy.dot: the inner product of vectors, the matrix product of 2-D arrays, a product with a
+    scalar, and for N-D operands a sum over the last axis of a and the second-to-last of b."""
+    tr = T.tracer("em.dot")
+    na, nb = T.nodes(tr, a, b)
+    return Value(tr.dot(na, nb))
+
+
 def where(cond, a, b):
     """a where cond else b, elementwise with broadcasting (as numpy.where with three arguments)."""
     tr = T.tracer("em.where")
@@ -201,50 +258,98 @@ def indices(shape):
 def broadcast_to(x, shape):
     """x broadcast to `shape` (NumPy rules)."""
     tr = T.tracer("em.broadcast_to")
-    return Value(tr.broadcast_to(T.node_of(tr, x), T.shape_nodes(tr, shape)))
+    n = T.node_of(tr, x)
+    dims = T.shape_nodes(tr, shape)
+    if n.rank == 0 and dims:  # a scalar takes the shape too (as in NumPy), not only its values
+        n = tr.reshape(n, [tr.dim_const(1)] * len(dims))
+    return Value(tr.broadcast_to(n, dims))
+
+
+def _axes(axis):
+    """An axis argument (None, an int or a sequence of ints) as a list of ints (None: [])."""
+    if axis is None:
+        return []
+    if isinstance(axis, (tuple, list)):
+        return [_axis(a) for a in axis]
+    return [_axis(axis)]
+
+
+def _axis(a):
+    if isinstance(a, builtins.bool) or not isinstance(a, (int, np.integer)):
+        raise T.error(_C.TypeError, f"an axis must be an int, got {a!r}")
+    return int(a)
+
+
+def reshape(x, shape):
+    """x with a new shape of the same size, in row-major order (as numpy.reshape). One dimension
+    may be -1 (inferred); dimensions may be symbolic (scalar integer Values such as X.shape[0])."""
+    tr = T.tracer("em.reshape")
+    n = T.node_of(tr, x)
+    if not isinstance(shape, (tuple, list)):
+        shape = (shape,)
+    dims = [None if isinstance(d, (int, np.integer)) and not isinstance(d, builtins.bool) and d == -1
+            else T.shape_nodes(tr, d)[0] for d in shape]
+    return Value(tr.reshape(n, dims))
 
 
 def transpose(x, axes=None):
     """Permutes the axes (reverses them when `axes` is None), as numpy.transpose."""
     tr = T.tracer("em.transpose")
     n = T.node_of(tr, x)
-    r = n.rank
-    axes = list(builtins.range(r))[::-1] if axes is None else [int(a) + r if int(a) < 0 else int(a) for a in axes]
-    if sorted(axes) != list(builtins.range(r)):
-        raise T.error(_C.ShapeError, f"axes {axes} are not a permutation of the {r} axes of the value")
-    if axes == list(builtins.range(r)):
-        return Value(n)
-    dims = n.dims
-    out = [dims[a] for a in axes]
-    idx = [None] * r
-    for k, a in enumerate(axes):
-        idx[a] = tr.indices(out, k)
-    return Value(tr.gather(n, idx))
+    if axes is not None and len(_axes(axes)) != n.rank:
+        raise T.error(_C.ShapeError, f"em.transpose: {len(_axes(axes))} axes for a value of rank {n.rank}")
+    return Value(tr.transpose(n, _axes(axes)))  # [] reverses the axes
 
 
 def unsqueeze(x, axis):
-    """x with a new axis of size 1 at `axis` (x[:, None] for axis=1)."""
+    """x with a new axis of size 1 at `axis` (x[:, None] for axis=1), as numpy.expand_dims."""
     tr = T.tracer("em.unsqueeze")
     n = T.node_of(tr, x)
-    a = axis + n.rank + 1 if axis < 0 else axis
-    if not 0 <= a <= n.rank:
-        raise T.error(_C.ShapeError, f"axis {axis} out of range for a value of rank {n.rank}")
-    return Value(tr.gather(n, [slice(None)] * a + [None]))
+    return Value(tr.unsqueeze(n, _axis(axis)))
 
 
 def squeeze(x, axis=None):
-    """x without its axes of (fixed) size 1, or only the given one(s)."""
+    """x without its axes of (fixed) size 1, or only the given one(s), as numpy.squeeze."""
     tr = T.tracer("em.squeeze")
     n = T.node_of(tr, x)
-    dims = [d.const_value for d in n.dims]
+    axes = _axes(axis)
+    if axis is not None and not axes:
+        return Value(n)  # axis=() squeezes nothing
+    return Value(tr.squeeze(n, axes))
+
+
+def concat(xs, axis=0):
+    """Joins tensors along an existing axis (as numpy.concatenate; axis=None joins them
+    flattened). The other dimensions must match; dtypes promote."""
+    tr = T.tracer("em.concat")
+    ns = T.nodes(tr, *xs)
     if axis is None:
-        axes = [a for a, d in enumerate(dims) if d == 1]
-    else:
-        axes = [int(a) + n.rank if int(a) < 0 else int(a) for a in (axis if isinstance(axis, (tuple, list)) else [axis])]
-        for a in axes:
-            if not 0 <= a < n.rank or dims[a] != 1:
-                raise T.error(_C.ShapeError, f"cannot squeeze axis {a}: its size is not 1")
-    if not axes:
+        ns = [tr.reshape(n, [None]) for n in ns]
+        axis = 0
+    return Value(tr.concat(ns, _axis(axis)))
+
+
+def stack(xs, axis=0):
+    """Joins tensors of equal shape along a new axis (as numpy.stack)."""
+    tr = T.tracer("em.stack")
+    return Value(tr.stack(T.nodes(tr, *xs), _axis(axis)))
+
+
+def repeat(x, repeats, axis=None):
+    """Repeats each element `repeats` times along `axis` (as numpy.repeat with an int count;
+    axis None repeats the flattened x)."""
+    tr = T.tracer("em.repeat")
+    n = T.node_of(tr, x)
+    if isinstance(repeats, builtins.bool) or not isinstance(repeats, (int, np.integer)):
+        raise T.error(_C.TypeError, f"em.repeat needs an int count, got {type(repeats).__name__}")
+    return Value(tr.repeat(n, int(repeats), None if axis is None else _axis(axis)))
+
+
+def flip(x, axis=None):
+    """Reverses the order of elements along the axes (all when None), as numpy.flip."""
+    tr = T.tracer("em.flip")
+    n = T.node_of(tr, x)
+    axes = _axes(axis)
+    if axis is not None and not axes:
         return Value(n)
-    zero = tr.constant(0.0, D.i32._c)
-    return Value(tr.gather(n, [zero if a in axes else slice(None) for a in builtins.range(n.rank)]))
+    return Value(tr.flip(n, axes))

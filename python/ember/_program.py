@@ -150,9 +150,6 @@ class Program:
         if self._compiled is not None:
             return self._compiled
         self._trace()
-        if not getattr(_C, "HAS_RUNTIME", False):
-            raise _C.BackendError("this build of Ember has no runtime (built with EMBER_PY_NO_RUNTIME): "
-                                  "programs can be traced but not compiled or run")
         tr, self._tracer = self._tracer, None
         try:
             self._compiled = _C.CompiledProgram(tr, backend())

@@ -113,6 +113,18 @@ class Value:
         from ._ops import transpose
         return transpose(self)
 
+    def reshape(self, *shape):
+        """em.reshape(self, shape); x.reshape(2, -1) and x.reshape((2, -1)) both work."""
+        from ._ops import reshape
+        return reshape(self, shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape)
+
+    def transpose(self, *axes):
+        """em.transpose(self, axes); x.transpose(1, 0) and x.transpose((1, 0)) both work."""
+        from ._ops import transpose
+        if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
+            axes = axes[0]
+        return transpose(self, axes if axes else None)
+
     def __repr__(self):
         dims = ", ".join(str(d) for d in self.node.shape)
         return f"<em.Value {self.node.dtype}[{dims}] (%{self.node.id} {self.node.op})>"
@@ -163,6 +175,14 @@ class Value:
     def __rlshift__(self, o): return _bin(Op.shl, o, self)
     def __rshift__(self, o): return _bin(Op.shr, self, o)
     def __rrshift__(self, o): return _bin(Op.shr, o, self)
+    # Matrix product (em.matmul).
+    def __matmul__(self, o):
+        from ._ops import matmul
+        return matmul(self, o)
+
+    def __rmatmul__(self, o):
+        from ._ops import matmul
+        return matmul(o, self)
 
     # Unary.
     def __neg__(self): return Value(T.tracer().unary(Op.neg, self.node))

@@ -9,9 +9,7 @@
 
 #include "bindings.h"
 #include "core/interp/interp.h"
-#ifndef EMBER_PY_NO_RUNTIME
 #include "ember/ember.h"
-#endif
 
 namespace ember::python {
 
@@ -92,7 +90,6 @@ void bind_tensor(py::module_& m) {
       .def("numpy", &to_numpy, "A NumPy copy of the tensor (bool words become np.bool_).");
 }
 
-#ifndef EMBER_PY_NO_RUNTIME
 // Whether `out` points into the memory of one of the inputs (then it must be copied, so the
 // result never aliases the caller's array).
 bool aliases_input(const HostTensor& out, const std::vector<ArgValue>& args) {
@@ -162,17 +159,11 @@ void bind_program(py::module_& m) {
       .def_property_readonly("stats", [](const CompiledProgram& cp) { return stats_dict(cp.stats()); })
       .def_property_readonly("backend_name", &CompiledProgram::backend_name);
 }
-#endif
 }  // namespace
 
 void bind_runtime(py::module_& m) {
   bind_tensor(m);
-#ifndef EMBER_PY_NO_RUNTIME
   bind_program(m);
-  m.attr("HAS_RUNTIME") = true;
-#else
-  m.attr("HAS_RUNTIME") = false;
-#endif
 }
 
 }  // namespace ember::python

@@ -97,7 +97,8 @@ void bind_enums(py::module_& m) {
 #include "core/ir/ops.def"
   py::enum_<ReduceKind>(m, "ReduceKind")
       .value("sum", ReduceKind::sum).value("prod", ReduceKind::prod).value("max", ReduceKind::max)
-      .value("min", ReduceKind::min).value("any", ReduceKind::any).value("all", ReduceKind::all);
+      .value("min", ReduceKind::min).value("any", ReduceKind::any).value("all", ReduceKind::all)
+      .value("argmax", ReduceKind::argmax).value("argmin", ReduceKind::argmin);
   py::enum_<AtomicKind>(m, "AtomicKind")
       .value("add", AtomicKind::add).value("min", AtomicKind::min).value("max", AtomicKind::max)
       .value("band", AtomicKind::band).value("bor", AtomicKind::bor).value("bxor", AtomicKind::bxor)
@@ -157,6 +158,22 @@ void bind_tracer(py::module_& m) {
       .def("atomic", &T::atomic, ref)
       .def("reduce", &T::reduce, ref)
       .def("mean", &T::mean, ref)
+      .def("norm", &T::norm, ref)
+      .def("prefix_sum", &T::prefix_sum, ref, py::arg("x"), py::arg("axis"))
+      .def("matmul", &T::matmul, ref)
+      .def("dot", &T::dot, ref)
+      .def("reshape", [](T& t, Node* x, const py::sequence& shape) {
+        std::vector<Node*> dims;  // None: the inferred (-1) dimension
+        for (py::handle d : shape) dims.push_back(d.is_none() ? nullptr : d.cast<Node*>());
+        return t.reshape(x, dims);
+      }, ref, py::arg("x"), py::arg("shape"))
+      .def("transpose", &T::transpose, ref, py::arg("x"), py::arg("axes") = std::vector<int>{})
+      .def("squeeze", &T::squeeze, ref, py::arg("x"), py::arg("axes") = std::vector<int>{})
+      .def("unsqueeze", &T::unsqueeze, ref, py::arg("x"), py::arg("axis"))
+      .def("concat", &T::concat, ref, py::arg("xs"), py::arg("axis") = 0)
+      .def("stack", &T::stack, ref, py::arg("xs"), py::arg("axis") = 0)
+      .def("repeat", &T::repeat, ref, py::arg("x"), py::arg("repeats"), py::arg("axis") = py::none())
+      .def("flip", &T::flip, ref, py::arg("x"), py::arg("axes") = std::vector<int>{})
       .def("zeros", &T::zeros, ref)
       .def("buffer", &T::buffer, ref)
       .def("begin_loop", &T::begin_loop, ref)

@@ -1,8 +1,6 @@
 // Shared declarations of the `_ember` extension module: one bind_* function per concept, each
 // in its own file (bind_errors.cpp, bind_trace.cpp, bind_runtime.cpp), called from module.cpp.
-//
-// Define EMBER_PY_NO_RUNTIME to build the module without CompiledProgram (tracing only), e.g.
-// while the runtime library is not linkable yet; `_ember.HAS_RUNTIME` then reads False.
+
 #pragma once
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>

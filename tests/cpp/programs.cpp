@@ -160,7 +160,33 @@ std::unique_ptr<Program> sin_matmul() {
   return t.release();
 }
 
+// Bitonic sort written as one kernel with two stage loops: the loops carry a dependence across
+// threads, so fuse_kernels hoists them into host loops around one compare-exchange dispatch.
 }  // namespace
+
+std::unique_ptr<Program> bitonic_sort() {
+  Tracer t("bitonic_sort");
+  Node* keys = t.input(DType::i32, {fixed(16)}, "keys");
+  auto c = [&](int v) { return t.constant(v, DType::i32); };
+  Node* tid = t.begin_kernel({t.dim_const(8)})[0];
+  Node* s = t.begin_loop(c(0), c(4), c(1));
+  Node* d = t.begin_loop(s, c(-1), c(-1));
+  Node* dist = t.binary(Op::shl, c(1), d);
+  Node* i = t.binary(Op::add, t.binary(Op::mul, t.binary(Op::div, tid, dist), t.binary(Op::mul, c(2), dist)),
+                     t.binary(Op::mod, tid, dist));
+  Node* j = t.binary(Op::add, i, dist);
+  Node* up = t.binary(Op::eq, t.binary(Op::band, t.binary(Op::shr, i, t.binary(Op::add, s, c(1))), c(1)), c(0));
+  Node* a = t.gather(keys, {at(i)});
+  Node* b = t.gather(keys, {at(j)});
+  Node* swap = t.binary(Op::eq, t.binary(Op::gt, a, b), up);
+  t.scatter(keys, {at(i)}, t.select(swap, b, a));
+  t.scatter(keys, {at(j)}, t.select(swap, a, b));
+  t.end_scope();
+  t.end_scope();
+  t.end_scope();
+  t.output(keys);
+  return t.release();
+}
 
 std::vector<TestProgram> test_programs() {
   return {

@@ -24,6 +24,11 @@ inline void PrintTo(const TestProgram& p, std::ostream* os) { *os << p.name; }
 // Every program the pass tests run.
 std::vector<TestProgram> test_programs();
 
+// Bitonic sort of 16 keys written as one kernel whose stage loops exchange data between
+// threads. Such loops run grid-synchronously (core/IR.md), which the interpreter realizes only
+// after fuse_kernels has hoisted them to the host, so it is tested on its own.
+std::unique_ptr<Program> bitonic_sort();
+
 // Random arguments for p (tensors of the given concrete dims for symbolic dims, default 7).
 std::vector<ArgValue> random_args(const Program& p, std::mt19937& rng, int64_t sym = 7);
 // Deep copy of arguments (programs may write into their inputs).

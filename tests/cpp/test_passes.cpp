@@ -2,6 +2,8 @@
 // inputs; the verifier runs after every pass.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "core/analysis/reductions.h"
 #include "core/ir/printer.h"
 #include "core/ir/verifier.h"
@@ -102,4 +104,36 @@ TEST(Pipeline, PerLaneBranchesAreUnrolled) {
   });
   EXPECT_EQ(rank2, 0) << print_program(*p);
   EXPECT_EQ(ifs, 4) << "one if per lane\n" << print_program(*p);
+}
+
+// The sort's stage loops run on the host: after the pipeline no loop remains inside a kernel,
+// and the result is sorted.
+TEST(Pipeline, BitonicStagesBecomeHostLoops) {
+  std::unique_ptr<Program> p = bitonic_sort();
+  std::mt19937 rng(3);
+  std::vector<ArgValue> args = random_args(*p, rng);
+  std::vector<int32_t> want;
+  for (int64_t i = 0; i < 16; ++i) want.push_back(w2i(args[0].tensor.data[i]));
+  std::sort(want.begin(), want.end());
+  bool formed = false;
+  for (const PassInfo& pass : pipeline_passes()) {
+    pass.fn(*p);
+    formed |= std::string(pass.name) == "fuse_kernels";
+    verify(*p, VerifyOptions{formed});
+    if (!formed) continue;
+    std::vector<HostTensor> out = interpret(*p, copy_args(args));
+    for (int64_t i = 0; i < 16; ++i) ASSERT_EQ(w2i(out[0].data[i]), want[static_cast<size_t>(i)]) << "after " << pass.name;
+  }
+  p = bitonic_sort();
+  run_pipeline(*p);
+  for (int64_t i = 0; i < 16; ++i)
+    ASSERT_EQ(w2i(interpret(*p, copy_args(args))[0].data[i]), want[static_cast<size_t>(i)]) << "after the pipeline";
+  int host_loops = 0, kernel_loops = 0, kernels = 0;
+  p->for_each([&](Node* n) {
+    if (n->op == Op::loop) (n->enclosing_kernel() ? kernel_loops : host_loops)++;
+    kernels += n->op == Op::kernel;
+  });
+  EXPECT_EQ(host_loops, 2) << print_program(*p);
+  EXPECT_EQ(kernel_loops, 0) << print_program(*p);
+  EXPECT_EQ(kernels, 2) << "the compare-exchange, and the copy returned" << print_program(*p);
 }

@@ -13,12 +13,6 @@ os.environ.setdefault("EMBER_CACHE_DIR", str(_BUILD / "kernel-cache"))
 
 import ember as em  # noqa: E402
 
-HAS_RUNTIME = bool(getattr(em._ember, "HAS_RUNTIME", False))
-
-# Tests that run programs need CompiledProgram (and the passes and CPU backend behind it).
-needs_runtime = pytest.mark.skipif(not HAS_RUNTIME, reason="this _ember was built with EMBER_PY_NO_RUNTIME "
-                                                            "(no CompiledProgram to run programs)")
-
 
 @pytest.fixture(autouse=True)
 def _cpu_backend():

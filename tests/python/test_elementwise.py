@@ -3,9 +3,7 @@ import numpy as np
 import pytest
 
 import ember as em
-from conftest import needs_runtime
 
-pytestmark = needs_runtime
 N = 257  # not a multiple of any vector width
 
 

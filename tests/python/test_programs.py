@@ -4,9 +4,7 @@ import numpy as np
 import pytest
 
 import ember as em
-from conftest import needs_runtime
 
-pytestmark = needs_runtime
 
 
 def rand(rng, *shape, lo=-2.0, hi=2.0):
