@@ -1,9 +1,9 @@
 """Conway's Game of Life on a torus; neighbours are gathered with wrap-around (modular) indices.
 
 life_step is one generation (one fused kernel), called once per generation; life runs all the
-generations in one program (a host em.loop over an em.var grid). The demo uses life_step unless
---one-program is given: life currently gives wrong boards (the em.var is updated in place while
-neighbours are still read; see test_life_host_loop in tests/python/test_examples.py).
+generations in one program (a host em.loop over an em.var grid; the compiler keeps reading the
+neighbours and writing the new grid in separate kernels). The demo uses life_step unless
+--one-program is given.
 
 Usage: /usr/bin/python3 examples/life.py [--size 48] [--steps 32] [--one-program] [--backend cpu]
 """

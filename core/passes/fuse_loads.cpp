@@ -207,6 +207,10 @@ bool fuse_one(Program& p, Node* load, const std::unordered_map<const Node*, int>
   int64_t cost = cone.cost();
   if (cost > kMaxRecomputeCost) return false;
   if (cost > kCheapRecomputeCost && !recomputes_each_element_once(load, buf->shape)) return false;
+  // A consumer inside a host loop that the producer is outside of would recompute every
+  // iteration (the divergence of a fluid step inside its Jacobi loop).
+  for (Node* s = k2->parent; s && cost > kCheapRecomputeCost; s = s->parent)
+    if (s->op == Op::loop && !k1->inside(s)) return false;
   if (cone.reads.count(buf) || written_between(p, k1, load, cone.reads, pos)) return false;
   // Other threads of the consumer may write what the recomputation reads before it runs.
   bool consumer_writes = false;
