@@ -45,6 +45,16 @@ def import_ember():
         raise Skip(f"{e}; looked in {where}") from None
 
 
+def import_example(name):
+    """Imports examples/<name>.py (after import_ember), so the bench times the example's own program."""
+    import importlib.util
+    path = BENCH_DIR.parent / "examples" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"ember_example_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def build_cpp(source_name):
     """Compiles bench/reference/<source_name> into a cached shared library and loads it (ctypes)."""
     src = BENCH_DIR / "reference" / source_name

@@ -9,7 +9,7 @@ when the implementation cannot run here.
 """
 import numpy as np
 
-from common import import_ember
+from common import import_ember, import_example
 
 NAME = "fluid"
 DEFAULT_N = 512
@@ -63,58 +63,6 @@ def setup_numpy(inputs, opts):
     return lambda: step_numpy(*inputs)
 
 
-def _ember_programs(em):
-    """(step with the Jacobi iterations in an em.loop, factory of the trace-time unrolled step)."""
-    def advect(F, u, v, dt):
-        H, W = F.shape
-        i, j = em.indices(F.shape)
-        x = em.f32(j) - dt * u
-        y = em.f32(i) - dt * v
-        x0, y0 = em.floor(x), em.floor(y)
-        tx, ty = x - x0, y - y0
-        j0, i0 = em.i32(x0) % W, em.i32(y0) % H
-        j1, i1 = (j0 + 1) % W, (i0 + 1) % H
-        a = F[i0, j0] + (F[i0, j1] - F[i0, j0]) * tx
-        b = F[i1, j0] + (F[i1, j1] - F[i1, j0]) * tx
-        return a + (b - a) * ty
-
-    def begin(U, V, D, dt):
-        H, W = U.shape
-        i, j = em.indices(U.shape)
-        s = (i, j, (i - 1) % H, (i + 1) % H, (j - 1) % W, (j + 1) % W)
-        u, v, d = advect(U, U, V, dt), advect(V, U, V, dt), advect(D, U, V, dt)
-        div = 0.5 * ((u[i, s[5]] - u[i, s[4]]) + (v[s[3], j] - v[s[2], j]))
-        return s, u, v, d, div
-
-    def jacobi(P, div, s):
-        i, j, im, ip, jm, jp = s
-        return (P[im, j] + P[ip, j] + P[i, jm] + P[i, jp] - div) * 0.25
-
-    def project(u, v, d, P, s):
-        i, j, im, ip, jm, jp = s
-        return u - 0.5 * (P[i, jp] - P[i, jm]), v - 0.5 * (P[ip, j] - P[im, j]), d, P
-
-    @em.compile
-    def step_loop(U: em.f32["H", "W"], V: em.f32["H", "W"], D: em.f32["H", "W"], dt: em.f32,  # noqa: F821
-                  iters: em.i32):
-        s, u, v, d, div = begin(U, V, D, dt)
-        p = em.var(em.zeros(U.shape, em.f32))
-        with em.loop(iters):
-            p.val = jacobi(p.val, div, s)
-        return project(u, v, d, p.val, s)
-
-    def unrolled(iters):
-        @em.compile
-        def step_unrolled(U: em.f32["H", "W"], V: em.f32["H", "W"], D: em.f32["H", "W"], dt: em.f32):  # noqa: F821
-            s, u, v, d, div = begin(U, V, D, dt)
-            P = em.zeros(U.shape, em.f32)
-            for _ in range(iters):
-                P = jacobi(P, div, s)
-            return project(u, v, d, P, s)
-        return step_unrolled
-    return step_loop, unrolled
-
-
 def _run(prog, *args):
     return lambda: tuple(t.numpy() for t in prog(*args))
 
@@ -123,16 +71,14 @@ def setup_ember(inputs, opts):
     """Ember, Jacobi iterations in an em.loop over an em.var pressure (examples/fluid.py)."""
     em = import_ember()
     em.init(backend=opts.get("backend", "cpu"))
-    step_loop, _ = _ember_programs(em)
-    return _run(step_loop, *inputs, JACOBI_ITERS)
+    return _run(import_example("fluid").fluid_step, *inputs, JACOBI_ITERS)
 
 
 def setup_ember_unrolled(inputs, opts):
     """Ember, Jacobi iterations unrolled at trace time (a Python loop; fixed count per program)."""
     em = import_ember()
     em.init(backend=opts.get("backend", "cpu"))
-    _, unrolled = _ember_programs(em)
-    return _run(unrolled(JACOBI_ITERS), *inputs)
+    return _run(import_example("fluid").fluid_step_unrolled(JACOBI_ITERS), *inputs)
 
 
 # Order is the table's order. Peers: add a setup_<name> above and list it here.

@@ -9,7 +9,7 @@ import os
 
 import numpy as np
 
-from common import build_cpp, float_ptr, import_ember, require
+from common import build_cpp, float_ptr, import_ember, import_example, require
 
 NAME = "nbody"
 DEFAULT_N = 4096
@@ -89,26 +89,7 @@ def setup_ember_loop(inputs, opts):
     em = import_ember()
     em.init(backend=opts.get("backend", "cpu"))
 
-    @em.compile
-    def step(X: em.f32["N", 3], V: em.f32["N", 3], dt: em.f32):  # noqa: F821
-        n = X.shape[0]
-        X2, V2 = em.buffer(X.shape, em.f32), em.buffer(V.shape, em.f32)
-        with em.kernel(n) as i:
-            xi, yi, zi = X[i, 0], X[i, 1], X[i, 2]
-            fx, fy, fz = em.var(0.0), em.var(0.0), em.var(0.0)
-            with em.loop(n) as j:
-                dx, dy, dz = xi - X[j, 0], yi - X[j, 1], zi - X[j, 2]
-                r2 = dx * dx + dy * dy + dz * dz + 1e-4
-                inv = 1.0 / (r2 * em.sqrt(r2))
-                fx.val -= dx * inv
-                fy.val -= dy * inv
-                fz.val -= dz * inv
-            for k, (x, f) in enumerate(((xi, fx), (yi, fy), (zi, fz))):
-                v = V[i, k] + f * dt
-                V2[i, k] = v
-                X2[i, k] = x + v * dt
-        return X2, V2
-
+    step = import_example("nbody_loop").step_loop
     X, V, dt = inputs
 
     def run():

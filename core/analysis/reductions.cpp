@@ -36,7 +36,10 @@ std::vector<ReductionVar> reduction_vars(const Node* loop) {
     const Node* v = n->operand(0);
     if (v->inside(loop)) return;  // private to an iteration
     const Node* value = n->operand(1);
-    bool shape_ok = n->parent == loop && reorderable(value->op, v->dtype) && value->parent == loop;
+    // v = v - x accumulates like v = v + (-x).
+    bool subtracts = value->op == Op::sub && value->operand(0) == v && value->operand(1) != v &&
+                     (v->dtype == DType::f32 || v->dtype == DType::i32 || v->dtype == DType::u32);
+    bool shape_ok = n->parent == loop && (reorderable(value->op, v->dtype) || subtracts) && value->parent == loop;
     bool reads_acc = shape_ok && (value->operand(0) == v) != (value->operand(1) == v);
     if (!reads_acc) { ok = false; return; }
     // The accumulator is used inside the loop by exactly this set and this op.
@@ -44,7 +47,7 @@ std::vector<ReductionVar> reduction_vars(const Node* loop) {
       if (u->inside(loop) && u != n && u != value) ok = false;
     for (const Node* u : value->users)
       if (u != n) ok = false;
-    if (ok) out.push_back({v, value->op});
+    if (ok) out.push_back({v, subtracts ? Op::add : value->op});
   });
   if (!ok) out.clear();
   return out;

@@ -10,7 +10,7 @@ namespace ember {
 
 struct ReductionVar {
   const Node* var;
-  Op op;  // add or mul (any dtype); min or max (integers only)
+  Op op;  // add (also for v = v - x) or mul (any dtype); min or max (integers only)
 };
 
 // The accumulators of `loop` when it is a reduction loop; empty otherwise (also when it has no

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "core/analysis/reductions.h"
+#include "core/ir/builder.h"
 #include "core/ir/printer.h"
 #include "core/ir/verifier.h"
 #include "core/passes/pipeline.h"
@@ -136,4 +137,20 @@ TEST(Pipeline, BitonicStagesBecomeHostLoops) {
   EXPECT_EQ(host_loops, 2) << print_program(*p);
   EXPECT_EQ(kernel_loops, 0) << print_program(*p);
   EXPECT_EQ(kernels, 2) << "the compare-exchange, and the copy returned" << print_program(*p);
+}
+
+// v = v - x is a reduction (accumulated with +); a second read of the accumulator is not.
+TEST(Reductions, SubtractionAccumulatesAndOtherReadsDisqualify) {
+  Program p;
+  Builder b(p);
+  Node* x = b.scalar_arg(DType::f32, 0, "x");
+  Node* v = b.var(b.f32(0.f), {});
+  Node* loop = b.loop(b.i32(0), b.i32(8), b.i32(1), {});
+  b.set_insert_end(loop);
+  b.set(v, b.binary(Op::sub, v, x));
+  std::vector<ReductionVar> r = reduction_vars(loop);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].op, Op::add);
+  b.binary(Op::mul, v, x);  // reads the running value: iterations can no longer be split
+  EXPECT_TRUE(reduction_vars(loop).empty());
 }
