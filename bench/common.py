@@ -49,6 +49,8 @@ def import_example(name):
     """Imports examples/<name>.py (after import_ember), so the bench times the example's own program."""
     import importlib.util
     path = BENCH_DIR.parent / "examples" / f"{name}.py"
+    if str(path.parent) not in sys.path:
+        sys.path.insert(0, str(path.parent))  # for the examples' shared _ember_path
     spec = importlib.util.spec_from_file_location(f"ember_example_{name}", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -6,21 +6,11 @@ computed in float32 exactly as NumPy does it, so the counts match np.bincount ex
 Usage: /usr/bin/python3 examples/histogram.py [--n 1000000] [--bins 32] [--backend cpu]
 """
 import argparse
-import os
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
-# Use the package a build put in $EMBER_BUILD_DIR/python or <repo>/build/python, if present.
-_build = os.environ.get("EMBER_BUILD_DIR") or Path(__file__).resolve().parents[1] / "build"
-if (Path(_build) / "python").is_dir() and str(Path(_build) / "python") not in sys.path:
-    sys.path.insert(0, str(Path(_build) / "python"))
-try:
-    import ember as em
-except ImportError as e:
-    sys.exit(f"cannot import ember ({e}): build it into build/ or set EMBER_BUILD_DIR")
+from _ember_path import em  # ember from the build tree (or an installed copy)
 
 
 @em.compile

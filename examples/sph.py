@@ -13,21 +13,11 @@ Usage: /usr/bin/python3 examples/sph.py [--n 2048] [--steps 100] [--backend cpu]
 """
 import argparse
 import math
-import os
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
-# Use the package a build put in $EMBER_BUILD_DIR/python or <repo>/build/python, if present.
-_build = os.environ.get("EMBER_BUILD_DIR") or Path(__file__).resolve().parents[1] / "build"
-if (Path(_build) / "python").is_dir() and str(Path(_build) / "python") not in sys.path:
-    sys.path.insert(0, str(Path(_build) / "python"))
-try:
-    import ember as em
-except ImportError as e:
-    sys.exit(f"cannot import ember ({e}): build it into build/ or set EMBER_BUILD_DIR")
+from _ember_path import em  # ember from the build tree (or an installed copy)
 
 # Default parameters (unit box, rest density 1, the mass that gives it with n particles).
 H, STIFFNESS, RHO0, MU, GRAVITY, DT = 0.12, 2.0, 1.0, 0.05, -1.0, 2e-3

@@ -30,28 +30,18 @@ std::unordered_set<const Node*> thread_varying(Node* k) {
   return v;
 }
 
-bool own_element(const Node* n, const Node* k) {
-  const Node* mem = n->operand(0);
-  if (!same_shape(mem->shape, k->shape)) return false;
-  for (int a = 0; a < mem->rank(); ++a) {
-    const Node* ix = n->operand(n->first_index_operand() + a);
-    if (ix->op != Op::index || ix->axis != a) return false;
-  }
-  return true;
-}
-
 // Whether an iteration of `loop` may read memory another thread wrote in an earlier one.
 bool carries_cross_thread_dependence(Node* loop, Node* k) {
   std::unordered_map<const Node*, bool> written;  // memory -> all writes at own element
   std::unordered_map<const Node*, bool> read;
   walk_subtree(loop, [&](Node* n) {
     if (n->op == Op::store || n->op == Op::atomic) {
-      bool own = n->op == Op::store && own_element(n, k);
+      bool own = n->op == Op::store && at_own_element(n, k);
       auto it = written.find(n->operand(0));
       written[n->operand(0)] = (it == written.end() || it->second) && own;
     }
     if (n->op == Op::load || n->op == Op::atomic) {
-      bool own = n->op == Op::load && own_element(n, k);
+      bool own = n->op == Op::load && at_own_element(n, k);
       auto it = read.find(n->operand(0));
       read[n->operand(0)] = (it == read.end() || it->second) && own;
     }

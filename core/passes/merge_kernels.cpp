@@ -10,19 +10,6 @@ namespace ember {
 
 namespace {
 
-// Whether access n (load/store/atomic, not flat) touches exactly its thread's element of a
-// memory shaped like the kernel.
-bool at_own_element(const Node* n, const Node* k) {
-  const Node* mem = n->operand(0);
-  if (n->flat || !same_shape(mem->shape, k->shape)) return false;
-  for (int a = 0; a < mem->rank(); ++a) {
-    const Node* ix = n->operand(n->first_index_operand() + a);
-    bool unit_axis = const_dim(mem->shape[static_cast<size_t>(a)]) == 1 && ix->op == Op::constant && ix->i() == 0;
-    if (!unit_axis && (ix->op != Op::index || ix->axis != a)) return false;
-  }
-  return true;
-}
-
 struct Access {
   std::unordered_map<const Node*, bool> reads, writes;  // memory -> all at own element
   std::unordered_set<const Node*> atomics;

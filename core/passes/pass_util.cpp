@@ -1,5 +1,7 @@
 #include "core/passes/pass_util.h"
 
+#include "core/ir/shape.h"
+
 namespace ember {
 
 std::unordered_map<const Node*, int> program_positions(const Program& p) {
@@ -17,6 +19,17 @@ void walk_subtree(Node* n, const std::function<void(Node*)>& f) {
     walk_subtree(c, f);
     c = next;
   }
+}
+
+bool at_own_element(const Node* n, const Node* k) {
+  const Node* mem = n->operand(0);
+  if (n->flat || !same_shape(mem->shape, k->shape)) return false;
+  for (int a = 0; a < mem->rank(); ++a) {
+    const Node* ix = n->operand(n->first_index_operand() + a);
+    bool unit_axis = const_dim(mem->shape[static_cast<size_t>(a)]) == 1 && ix->op == Op::constant && ix->i() == 0;
+    if (!unit_axis && (ix->op != Op::index || ix->axis != a)) return false;
+  }
+  return true;
 }
 
 void memory_effects(const Node* n, std::unordered_set<const Node*>* reads, std::unordered_set<const Node*>* writes) {

@@ -25,6 +25,8 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 @functools.lru_cache(maxsize=None)
 def example(name):
     """Imports examples/<name>.py as a module (its programs compile on first call)."""
+    if str(EXAMPLES) not in sys.path:
+        sys.path.insert(0, str(EXAMPLES))  # for the examples' shared _ember_path
     spec = importlib.util.spec_from_file_location(f"ember_example_{name}", EXAMPLES / f"{name}.py")
     mod = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = mod
