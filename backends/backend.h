@@ -5,6 +5,7 @@
 #pragma once
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/interp/interp.h"
 #include "core/ir/node.h"
@@ -27,9 +28,23 @@ class Backend {
   virtual std::string source(const Program& p) = 0;
   // Compiles (or fetches from the cache) every kernel of `p` and returns their dispatcher.
   virtual std::unique_ptr<KernelRunner> compile(const Program& p, CompileInfo& info) = 0;
+  // Whether one thread runs a whole workgroup, so the pipeline lowers barriers away
+  // (lower_group_barriers) before code generation.
+  virtual bool lowers_groups() const { return false; }
 };
 
-// "cpu" (always available). Unknown or unavailable names throw ember::BackendError.
+// "cpu" (always available), "vulkan" (GLSL kernels), "vulkan-hlsl" (the same runtime fed HLSL
+// kernels), "auto". Unknown names and backends without a device throw ember::BackendError.
 std::unique_ptr<Backend> make_backend(const std::string& name);
+
+// The backend "auto" stands for on this machine (DESIGN §4: CUDA, then a GPU Vulkan device,
+// then cpu; a CPU Vulkan device such as lavapipe does not count); other names unchanged.
+std::string resolve_backend(const std::string& name);
+// Backends built into this Ember, whether or not their device is present.
+std::vector<std::string> built_backends();
+// "" when backend `name` can run here, else why not (never throws).
+std::string backend_unavailable(const std::string& name);
+// The device backend `name` runs on, in words ("llvmpipe (LLVM 15.0.6, 256 bits) via Vulkan 1.3").
+std::string device_info(const std::string& name);
 
 }  // namespace ember

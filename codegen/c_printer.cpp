@@ -3,11 +3,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <set>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 
+#include "codegen/c_staging.h"
 #include "core/analysis/reductions.h"
 
 #include "core/ir/shape.h"
@@ -54,6 +57,8 @@ class KernelPrinter {
     for (size_t i = 0; i < k_->memories.size(); ++i) names_[k_->memories[i]] = "m" + std::to_string(i);
     for (size_t i = 0; i < k_->params.size(); ++i) names_[k_->params[i]] = "p" + std::to_string(i);
     depth_ = 2;
+    if (d_.wide_addresses) find_wide_addresses();
+    if (!d_.stage_fill.empty()) staging_ = find_staging(k_);
     block(k_, 0);
     std::string body = std::move(out_);
     GeneratedKernel g;
@@ -133,10 +138,44 @@ class KernelPrinter {
   void value(const Node* n, const std::string& e) {
     std::string name = "v" + std::to_string(next_value_++);
     names_[n] = name;
-    line(fill(d_.decl_const, {{"T", type(n->dtype)}, {"name", name}, {"e", e}}));
+    const std::string& t = wide_.count(n) ? d_.index_type : type(n->dtype);
+    line(fill(d_.decl_const, {{"T", t}, {"name", name}, {"e", e}}));
+  }
+
+  // The address-only i32 arithmetic (see Dialect::wide_addresses). Users come after their
+  // operands, so one backward sweep sees every user of a node before the node.
+  void find_wide_addresses() {
+    std::vector<const Node*> order;
+    std::function<void(const Node*)> walk = [&](const Node* s) {
+      for (const Node* c = s->first_child; c; c = c->next) { order.push_back(c); walk(c); }
+    };
+    walk(k_);
+    for (auto it = order.rbegin(); it != order.rend(); ++it) {
+      const Node* n = *it;
+      if (n->dtype != DType::i32 || (n->op != Op::add && n->op != Op::sub && n->op != Op::mul)) continue;
+      bool address = !n->users.empty();
+      for (const Node* u : n->users) {
+        bool mem = u->op == Op::load || u->op == Op::store || u->op == Op::atomic;
+        bool as_index = mem && u->operand(u->first_index_operand()) == n &&
+                        (u->op == Op::load || u->operand(1) != n);
+        address &= as_index || wide_.count(u) > 0;
+      }
+      if (address) wide_.insert(n);
+    }
+  }
+
+  // An operand of wide address arithmetic, in index_type: loop counters by their wide count.
+  std::string wide_ref(const Node* o) const {
+    if (o->op == Op::constant || wide_.count(o)) return ref(o);
+    if (o->op == Op::loop) return ref(o) + "k";
+    return fill(d_.index_from_i32, {{"0", ref(o)}});
   }
 
   std::string elementwise(const Node* n) const {
+    if (wide_.count(n)) {
+      const std::string& t = need(d_.expr[static_cast<int>(n->op)][value_class(DType::i32)], n, "expression");
+      return fill(t, {{"0", wide_ref(n->operand(0))}, {"1", wide_ref(n->operand(1))}});
+    }
     if (n->op == Op::cast) return convert(ref(n->operand(0)), n->operand(0)->dtype, n->dtype, false, n);
     if (n->op == Op::bitcast) return convert(ref(n->operand(0)), n->operand(0)->dtype, n->dtype, true, n);
     const Node* typed = n->op == Op::select ? n->operand(1) : n->operand(0);
@@ -173,7 +212,7 @@ class KernelPrinter {
     std::string k = name + "k";
     std::string c = fill(cond, {{"k", k}, {"end", end}, {"step", step}});
     bool simd = reduction_annotation(n);
-    line(fill(d_.loop_open, {{"k", k}, {"begin", begin}, {"cond", c}, {"step", step}}));
+    line(fill(d_.loop_open, {{"k", k}, {"begin", begin}, {"cond", c}, {"step", step}, {"end", end}}));
     ++depth_;
     line(fill(d_.loop_counter, {{"T", type(DType::i32)}, {"name", name}, {"k", k}}));
     block(n, loops + 1);
@@ -224,6 +263,13 @@ class KernelPrinter {
         break;
       case Op::load: {
         auto [mem, idx] = address(n);
+        if (auto st = staging_.loads.find(n); st != staging_.loads.end()) {
+          const StagingGroup& g = staging_.groups[static_cast<size_t>(st->second.group)];
+          std::string row = "s" + std::to_string(st->second.group);
+          mem = row;
+          idx = std::to_string(st->second.lane) + " * " + row + "n + (" + ref(g.loop) + "k - " +
+                wide_ref(g.loop->operand(0)) + ")";
+        }
         DType md = n->operand(0)->dtype;
         std::string e = fill(d_.load_value[value_class(md)], {{"0", fill(d_.load, {{"mem", mem}, {"idx", idx}})}});
         value(n, convert(e, md, n->dtype, true, n));
@@ -237,6 +283,16 @@ class KernelPrinter {
       }
       case Op::atomic: {
         auto [mem, idx] = address(n);
+        if (d_.group_mem_private && n->operand(0)->op == Op::group_buffer) {
+          private_atomic(n, mem, idx);
+          break;
+        }
+        if (const std::string& s = d_.atomic_stmt[n->kind][value_class(n->dtype)]; !s.empty()) {
+          std::string name = "v" + std::to_string(next_value_++);
+          names_[n] = name;
+          line(fill(s, {{"T", type(n->dtype)}, {"name", name}, {"mem", mem}, {"idx", idx}, {"val", ref(n->operand(1))}}));
+          break;
+        }
         const std::string& t = need(d_.atomic[n->kind][value_class(n->dtype)], n, "atomic");
         std::string e = fill(t, {{"mem", mem}, {"idx", idx}, {"val", ref(n->operand(1))}});
         if (n->users.empty()) line(fill(d_.expr_stmt, {{"e", e}})); else value(n, e);
@@ -276,11 +332,67 @@ class KernelPrinter {
                                                                      << " of the host (make it a buffer before codegen)");
         line(fill(d_.assign, {{"name", ref(n->operand(0))}, {"e", ref(n->operand(1))}}));
         break;
+      case Op::group_buffer: {
+        workgroups_supported(n);
+        std::string name = "g" + std::to_string(next_group_++);
+        names_[n] = name;
+        line(fill(need(d_.group_mem_decl, n, "group buffer"),
+                  {{"T", d_.mem_type[dtype_slot(n->dtype)]}, {"name", name}, {"n", std::to_string(const_size(n->shape))},
+                   {"init", n->zero_init ? d_.group_mem_zero : std::string()}}));
+        break;
+      }
+      case Op::barrier:
+        workgroups_supported(n);
+        line(need(d_.barrier, n, "barrier (run lower_group_barriers for this backend)"));
+        break;
+      case Op::local_index: case Op::group_index: {
+        workgroups_supported(n);
+        const std::string& t = n->op == Op::local_index ? d_.local_index : d_.group_index;
+        const int letter = k_->rank() - 1 - n->axis;
+        value(n, fill(need(t, n, "workgroup coordinate"),
+                      {{"axis", std::to_string(n->axis)}, {"xyz", std::string(1, letter >= 0 && letter < 3 ? "xyz"[letter] : '?')}}));
+        break;
+      }
       case Op::program: case Op::input: case Op::scalar_arg: case Op::shape_arg: case Op::buffer:
       case Op::reduce: case Op::scan: case Op::kernel: case Op::output: case Op::count_:
         EMBER_INTERNAL_ASSERT(false, op_name(n->op) << " cannot appear inside kernel #" << k_->index
                                                     << " at code generation (run the whole pipeline)");
     }
+  }
+
+  // An atomic on memory only this thread uses (Dialect::group_mem_private): a plain
+  // read-modify-write combining as eval.cpp's atomic_step does; bitwise kinds of f32 act on the
+  // words.
+  void private_atomic(const Node* n, const std::string& mem, const std::string& idx) {
+    const DType t = n->dtype;
+    const int c = value_class(t);
+    value(n, fill(d_.load_value[c], {{"0", fill(d_.load, {{"mem", mem}, {"idx", idx}})}}));
+    const std::string old = ref(n), val = ref(n->operand(1));
+    auto apply = [&](Op op) {
+      if (t != DType::f32 || op == Op::add || op == Op::min || op == Op::max)
+        return fill(need(d_.expr[static_cast<int>(op)][c], n, "expression"), {{"0", old}, {"1", val}});
+      std::string w = fill(need(d_.expr[static_cast<int>(op)][value_class(DType::u32)], n, "expression"),
+                           {{"0", convert(old, t, DType::u32, true, n)}, {"1", convert(val, t, DType::u32, true, n)}});
+      return convert(w, DType::u32, t, true, n);
+    };
+    std::string next;
+    switch (static_cast<AtomicKind>(n->kind)) {
+      case AtomicKind::add: next = apply(Op::add); break;
+      case AtomicKind::min: next = apply(Op::min); break;
+      case AtomicKind::max: next = apply(Op::max); break;
+      case AtomicKind::band: next = apply(Op::band); break;
+      case AtomicKind::bor: next = apply(Op::bor); break;
+      case AtomicKind::bxor: next = apply(Op::bxor); break;
+      case AtomicKind::exchange: next = val; break;
+    }
+    line(fill(d_.store, {{"mem", mem}, {"idx", idx}, {"val", fill(d_.store_value[c], {{"0", next}})}}));
+  }
+
+  // A dialect without group memory cannot print workgroup kernels at all: a user-facing error.
+  void workgroups_supported(const Node* n) const {
+    if (d_.group_mem_decl.empty())
+      EMBER_USER_ERROR(BackendError, n->loc, "kernels with workgroups (em.kernel(..., group=)) are not supported by "
+                                             "the " << d_.name << " kernel language yet");
   }
 
   // The text of one dimension of the kernel shape as an index_type expression, or its value.
@@ -300,7 +412,13 @@ class KernelPrinter {
     for (size_t i = 0; i < k_->memories.size(); ++i)
       if (!d_.global_mem_decl.empty())
         line(fill(d_.global_mem_decl, {{"i", std::to_string(i)}, {"T", d_.mem_type[dtype_slot(k_->memories[i]->dtype)]}}));
-    line(fill(d_.kernel_open, {{"name", symbol}}));
+    if (!d_.params_open.empty()) {
+      std::string nmem = std::to_string(k_->memories.size());
+      line(fill(d_.params_open, {{"nmem", nmem}}));
+      for (size_t i = 0; i < k_->params.size(); ++i) line(fill(d_.param_decl, {{"i", std::to_string(i)}, {"nmem", nmem}}));
+      line(fill(d_.params_close, {{"nmem", nmem}}));
+    }
+    line(fill(d_.kernel_open, {{"name", symbol}, {"group", std::to_string(d_.group_size)}}));
     depth_ = 1;
     for (size_t i = 0; i < k_->memories.size(); ++i)
       line(fill(d_.local_mem_decl, {{"i", std::to_string(i)}, {"T", d_.mem_type[dtype_slot(k_->memories[i]->dtype)]}}));
@@ -309,6 +427,16 @@ class KernelPrinter {
       std::string word = fill(d_.param_word, {{"i", std::to_string(i)}});
       line(fill(d_.decl_const, {{"T", type(t)}, {"name", "p" + std::to_string(i)},
                                 {"e", convert(word, DType::u32, t, true, k_->params[i])}}));
+    }
+    for (size_t g = 0; g < staging_.groups.size(); ++g) {
+      const StagingGroup& sg = staging_.groups[g];
+      std::string row = "s" + std::to_string(g);
+      std::string begin = wide_ref(sg.loop->operand(0)), end = wide_ref(sg.loop->operand(1));
+      line(fill(d_.decl_const, {{"T", d_.index_type}, {"name", row + "n"},
+                                {"e", end + " > " + begin + " ? " + end + " - " + begin + " : 0"}}));
+      line(fill(d_.stage_fill, {{"name", row}, {"T", d_.mem_type[dtype_slot(sg.memory->dtype)]},
+                                {"lanes", std::to_string(sg.stride)}, {"n", row + "n"},
+                                {"mem", ref(sg.memory)}, {"begin", begin}}));
     }
     // Row-major strides of the used axes: stride(a) = product of the dims after a.
     std::vector<std::string> coords;
@@ -355,8 +483,11 @@ class KernelPrinter {
   const Node* k_;
   const Dialect& d_;
   std::unordered_map<const Node*, std::string> names_;
+  std::unordered_set<const Node*> wide_;  // address arithmetic printed in index_type
+  Staging staging_;                       // loads read from a per-launch SoA copy
   std::set<int> axes_;
   int next_value_ = 0;
+  int next_group_ = 0;
   int depth_ = 0;
   int cost_ = 0;
   bool has_loop_ = false;

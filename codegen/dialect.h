@@ -6,7 +6,8 @@
 // so C blocks can be written as is. Holes used: {0} {1} {2} operands; {T} a type name;
 // {name} a variable or kernel name; {e} an expression; {i} a slot; {mem} {idx} {val} memory
 // access; {begin} {end} {step} {cond} loops; {c} a condition; {tid} the flat thread id;
-// {threshold} a serial-below thread count.
+// {threshold} a serial-below thread count; {group} threads per workgroup and {nmem} the number
+// of memories (GPU kernel framing).
 #pragma once
 #include <array>
 #include <string>
@@ -36,6 +37,11 @@ struct Dialect {
   std::string index_type;                     // flat thread ids and strides (64-bit on CPU)
   std::string index_from_i32;                 // {0}: an i32 dimension widened to index_type
   std::string i32_from_index;                 // {0}: a coordinate narrowed to i32
+  // i32 add/sub/mul whose only users are memory addresses are computed in index_type: no
+  // 32-bit wrap, so an address stays affine in a loop counter and the C compiler vectorizes
+  // contiguous or strided loads instead of gathering. Differs from the interpreter only where
+  // the i32 address arithmetic would overflow.
+  bool wide_addresses = false;
 
   // Literals. Non-finite floats are printed as bitcast[u32][f32] of their word.
   std::string float_suffix = "f";
@@ -56,7 +62,26 @@ struct Dialect {
   std::array<std::string, kValueClasses> store_value;
   // atomic[kind][class]: an expression returning the old value; {mem} {idx} {val}.
   std::array<std::array<std::string, kValueClasses>, kAtomicKinds> atomic;
+  // The same as a statement, for languages whose atomics are statements (HLSL's Interlocked*)
+  // or need a loop (a compare-and-swap lowering of float atomics): it declares {name} of type
+  // {T} holding the old value. Used instead of `atomic` where non-empty.
+  std::array<std::array<std::string, kValueClasses>, kAtomicKinds> atomic_stmt;
   std::string barrier;   // workgroup barrier statement ("" where there is none)
+  // Workgroups (kernels with a group; the CPU lowers them away first): a group buffer declared
+  // where it appears, at the kernel body's top ({T}=mem_type, {name}, {n} words; {init} is
+  // group_mem_zero when the buffer starts zeroed), and the thread's coordinate within its group
+  // and its group's coordinate along IR axis {axis} ({xyz}: x for the last axis, then y, z).
+  std::string group_mem_decl;
+  // Group buffers are arrays of the thread running the whole group (workgroups lowered before
+  // printing): atomics on them are plain read-modify-writes.
+  bool group_mem_private = false;
+  std::string group_mem_zero;
+  std::string local_index;
+  std::string group_index;
+  // Layout staging (codegen/c_staging.h), before the threads: declares {name}, a {T} array of
+  // {lanes} rows of {n} elements, with row l column t = {mem}[{lanes} * ({begin} + t) + l].
+  // Empty: loads are never staged.
+  std::string stage_fill;
 
   // Statements.
   std::string decl_const = "const {T} {name} = {e};";  // an immutable value
@@ -68,7 +93,7 @@ struct Dialect {
   std::string block_close = "}";
   // Loops count in {k} (wide, so a bound near INT32_MAX cannot wrap, as in the interpreter);
   // loop_counter declares the i32 counter {name} ({T}) at the top of the body. {cond} is one of
-  // the three conditions; a dynamic step of 0 runs no iteration.
+  // the three conditions; a dynamic step of 0 runs no iteration. loop_open may also use {end}.
   std::string loop_open = "for (int64_t {k} = {begin}; {cond}; {k} += {step}) {";
   std::string loop_counter = "const {T} {name} = (int32_t){k};";
   std::string loop_cond_up = "{k} < {end}";
@@ -86,6 +111,10 @@ struct Dialect {
   // Kernel framing, in print order. Memories are named m<slot>, params p<slot>, the flat
   // thread id {tid}, coordinates c<axis>.
   std::string global_mem_decl;   // per memory, before the kernel: {i} {T}=mem_type
+  // GPU languages declare the params outside the kernel (a push-constant block): params_open,
+  // param_decl per param ({i}), params_close; {nmem} is the number of memories. "": none.
+  std::string params_open, param_decl, params_close;
+  int group_size = 0;            // threads per workgroup, {group} in kernel_open (0: CPU)
   std::string kernel_open;       // {name}
   std::string local_mem_decl;    // per memory, inside the kernel: {i} {T}=mem_type
   std::string param_word;        // the 32-bit word of param {i}; bitcast[u32][dtype] applied
@@ -98,5 +127,26 @@ struct Dialect {
 //   extern "C" void NAME(uint32_t* const* mem, const uint32_t* params, int64_t begin, int64_t end)
 // runs threads [begin, end) of the row-major flattened kernel shape.
 const Dialect& cpp_dialect();
+
+// GLSL compute shaders (codegen/dialect_glsl.cpp), one shader per kernel with entry point main.
+// Memories are storage buffers of 32-bit words at binding = memory slot; the flat thread id is
+// gl_GlobalInvocationID.y * row + gl_GlobalInvocationID.x, guarded by `threads` (a dispatch
+// larger than one grid row is split into a 2-D grid). `threads`, `row` and the param words come
+// first in a push-constant block (Vulkan) or in a storage buffer at binding = number of
+// memories (params_in_buffer: OpenGL, or more params than push constants hold).
+struct GlslOptions {
+  bool opengl = false;            // GL 4.5 core: `binding` without `set`, params in a buffer
+  bool float_atomic_add = false;  // native atomicAdd on floats (GL_EXT_shader_atomic_float)
+  bool params_in_buffer = false;
+};
+const Dialect& glsl_dialect(const GlslOptions& options = {});
+// The push-constant / params-buffer layout shared by the GLSL and HLSL dialects: words before
+// the first param.
+constexpr int kGpuHeaderWords = 2;   // threads, row
+
+// HLSL compute shaders for Vulkan (codegen/dialect_hlsl.cpp): [[vk::binding(i, 0)]]
+// RWStructuredBuffers, params in a [[vk::push_constant]] block, atomics as Interlocked*
+// statements (floats by compare-and-swap). Entry point: the kernel's symbol. Same layout as GLSL.
+const Dialect& hlsl_dialect(bool params_in_buffer = false);
 
 }  // namespace ember

@@ -12,6 +12,7 @@ namespace {
 const char* kCppPrelude = R"(#include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 namespace {
 inline float ember_as_f32(uint32_t w) { float f; std::memcpy(&f, &w, 4); return f; }
@@ -98,6 +99,12 @@ Dialect make_cpp() {
   d.index_type = "int64_t";
   d.index_from_i32 = "(int64_t){0}";
   d.i32_from_index = "(int32_t){0}";
+  d.wide_addresses = true;
+  d.stage_fill =
+      "std::vector<{T}> {name}_rows((size_t)({lanes} * {n}));\n"
+      "{T}* const {name} = {name}_rows.data();\n"
+      "for (int64_t t = 0; t < {n}; ++t)\n"
+      "  for (int64_t l = 0; l < {lanes}; ++l) {name}[l * {n} + t] = {mem}[{lanes} * ({begin} + t) + l];";
 
   // expr[op] = {f32, i32, u32, bool}; "" where core/ir/eval.cpp does not define the op.
   auto set = [&](Op op, const char* f, const char* i, const char* u, const char* b) {
@@ -184,6 +191,8 @@ Dialect make_cpp() {
     for (int c = 0; c < kValueClasses; ++c)
       d.atomic[k][c] = std::string("ember_atomic_") + kinds[k] + "_" + classes[c] + "({mem} + {idx}, {val})";
   d.barrier = "";  // one CPU thread runs a whole workgroup; group barriers are lowered away
+  d.group_mem_decl = "alignas(64) {T} {name}[{n}]{init};";  // on the stack of the thread running the group
+  d.group_mem_zero = " = {}";
 
   d.reduction_loop = "#pragma omp simd{clauses}";
   d.reduction_clause = " reduction({op}:{name})";

@@ -53,6 +53,7 @@ bool log_info() {
 class CpuBackend : public Backend {
  public:
   const char* name() const override { return "cpu"; }
+  bool lowers_groups() const override { return true; }
 
   std::string source(const Program& p) override { return generate_kernels(p, cpp_dialect()); }
 

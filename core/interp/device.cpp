@@ -62,6 +62,7 @@ void Machine::run_device(const Node* d) {
     return;
   }
 
+  if (runner_) runner_->synchronize();  // interpreted on the host: queued kernels finish first
   const ScopeInfo& si = scope_info(d);
   for (const Node* w : si.writes) make_unique(w);
   for (const Node* o : si.reads) {
@@ -72,6 +73,10 @@ void Machine::run_device(const Node* d) {
                                          << tuple_str(dev_dims_.data(), static_cast<int>(dev_dims_.size())));
   }
 
+  if (d->op == Op::kernel && !d->group.empty()) {
+    run_group_kernel(d);
+    return;
+  }
   const int rank = static_cast<int>(dev_dims_.size());
   coords_.assign(static_cast<size_t>(rank), 0);
   cur_dev_ = d;
@@ -116,7 +121,8 @@ Flow Machine::exec_dev(const Node* n) {
       break;
     case Op::load: case Op::store: case Op::atomic: {
       const Node* mem = n->operand(0);
-      EMBER_INTERNAL_ASSERT(dev(mem) != cur_dev_, op_name(op) << " %" << n->id << " addresses a per-thread value");
+      EMBER_INTERNAL_ASSERT(dev(mem) != cur_dev_ || mem->op == Op::group_buffer,
+                            op_name(op) << " %" << n->id << " addresses a per-thread value");
       const MemView m = view(mem);
       const int64_t off = mem_offset(n, m, [this, n](int k) { return rd(n->operand(k)); });
       if (op == Op::load) {
@@ -158,6 +164,14 @@ Flow Machine::exec_dev(const Node* n) {
       break;
     }
     case Op::else_: break;  // run by its if
+    case Op::group_buffer: alloc_group_buffer(n); break;  // a kernel without a group: per thread
+    case Op::barrier: break;  // a group's barriers are run by run_group_block
+    case Op::local_index: case Op::group_index: {
+      const std::vector<int64_t>& c = op == Op::local_index ? local_ : group_;
+      EMBER_INTERNAL_ASSERT(static_cast<size_t>(n->axis) < c.size(), op_name(op) << " %" << n->id << " outside a workgroup");
+      wr(n) = i2w(static_cast<int32_t>(c[static_cast<size_t>(n->axis)]));
+      break;
+    }
     case Op::break_: return Flow::brk;
     case Op::continue_: return Flow::cont;
     case Op::reduce: case Op::scan:

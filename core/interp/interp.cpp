@@ -97,7 +97,12 @@ Machine::Machine(const Program& p, const std::vector<ArgValue>& args, KernelRunn
                                   p.args[static_cast<size_t>(n->index)] == n,
                               op_name(n->op) << " " << n->name << " is not in Program::args");
         const ArgValue& a = args[static_cast<size_t>(n->index)];
-        if (n->op == Op::input) { h.t = a.tensor; h.tensor = true; } else { h.w = a.word; }
+        if (n->op == Op::input) {
+          h.t = runner_ ? runner_->bind_input(n, a.tensor) : a.tensor;
+          h.tensor = true;
+        } else {
+          h.w = a.word;
+        }
         break;
       }
       default: break;
@@ -217,6 +222,10 @@ MemView Machine::view(const Node* mem) {
 }
 
 Flow Machine::exec_host(const Node* n) {
+  // Host work on tensors reads memory kernels may still be writing (a device runner queues them).
+  if (runner_ && (n->op == Op::load || n->op == Op::store || n->op == Op::atomic || n->op == Op::reduce ||
+                  n->op == Op::scan || (!n->shape.empty() && n->op != Op::buffer && n->op != Op::index)))
+    runner_->synchronize();
   if (op_info(n->op).flags & F_ELEMENTWISE) { host_elementwise(n); return Flow::normal; }
   HostVal& h = hv(n);
   switch (n->op) {
@@ -224,7 +233,8 @@ Flow Machine::exec_host(const Node* n) {
     case Op::input: case Op::scalar_arg: case Op::shape_arg: break;  // bound before the run
     case Op::buffer:
       eval_dims(n->shape, dims_);
-      h.t = HostTensor::alloc(n->dtype, dims_, true);  // zero-filled whether or not zero_init
+      // zero-filled whether or not zero_init
+      h.t = runner_ ? runner_->allocate(n->dtype, dims_) : HostTensor::alloc(n->dtype, dims_, true);
       h.tensor = true;
       break;
     case Op::index: host_index(n); break;
@@ -499,8 +509,16 @@ void Machine::host_output(const Node* n) {
 }  // namespace interp_detail
 
 std::vector<HostTensor> interpret(const Program& p, const std::vector<ArgValue>& args, KernelRunner* runner) {
-  interp_detail::Machine m(p, args, runner);
-  return m.run();
+  if (!runner) return interp_detail::Machine(p, args, nullptr).run();
+  runner->begin_run();
+  try {
+    std::vector<HostTensor> out = interp_detail::Machine(p, args, runner).run();
+    runner->end_run(true);
+    return out;
+  } catch (...) {
+    runner->end_run(false);
+    throw;
+  }
 }
 
 }  // namespace ember

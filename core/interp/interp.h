@@ -47,6 +47,19 @@ class KernelRunner {
   // `memories[i]` is the storage of kernel->memories[i]; `params[i]` the word of kernel->params[i].
   virtual void run_kernel(const Node* kernel, const std::vector<HostTensor*>& memories,
                           const std::vector<uint32_t>& params, const std::vector<int64_t>& dims) = 0;
+
+  // Device memory (the defaults keep today's host memory; a GPU runner overrides them).
+  // Storage for a `buffer` the host plan allocates, zero-filled.
+  virtual HostTensor allocate(DType t, const std::vector<int64_t>& shape) { return HostTensor::alloc(t, shape, true); }
+  // A tensor argument as kernels will use it: the tensor itself, or device memory holding it
+  // (a copy, or the tensor when it already is such memory).
+  virtual HostTensor bind_input(const Node* arg, const HostTensor& t) { return t; }
+  // Called before the host reads or writes tensor memory: kernels may still be queued.
+  virtual void synchronize() {}
+  // Bracket one interpret() call; end_run(false) when the run throws. A device runner waits
+  // for its kernels in end_run and writes inputs the program changed back to the caller's memory.
+  virtual void begin_run() {}
+  virtual void end_run(bool ok) {}
 };
 
 // Runs `p` with the arguments; returns one tensor per output slot (scalars as 0-d tensors).

@@ -70,6 +70,8 @@ int64_t mem_offset(const Node* n, const MemView& m, Word&& word) {
   return off;
 }
 
+struct GroupState;  // group.cpp
+
 class Machine {
  public:
   Machine(const Program& p, const std::vector<ArgValue>& args, KernelRunner* runner);
@@ -116,6 +118,13 @@ class Machine {
   }
   uint32_t& wr(const Node* n) { return words_[static_cast<size_t>(slot(n))]; }
 
+  // Workgroup kernels (group.cpp): each group runs phase by phase (the code between barriers),
+  // every thread of the group finishing a phase before any starts the next.
+  void run_group_kernel(const Node* k);
+  void run_group_block(const Node* first, GroupState& g);
+  void run_group_phase(const Node* first, const Node* end, GroupState& g);
+  void alloc_group_buffer(const Node* n);
+
   const Program& p_;
   KernelRunner* runner_;
   std::vector<int64_t> dim_values_;
@@ -134,6 +143,7 @@ class Machine {
   std::vector<int64_t> coords_;          // thread index per axis
   std::vector<int64_t> dev_dims_;
   std::unordered_map<const Node*, ScopeInfo> scopes_;
+  std::vector<int64_t> local_, group_;   // local_index / group_index of the running thread
 
   std::vector<int64_t> dims_;            // scratch for host-level shapes
 };

@@ -38,6 +38,9 @@ static size_t hash_key(Op op, DType t, const Shape& shape, const std::vector<Nod
   return h;
 }
 
+// Ops whose numbering attribute is node.axis (coordinates of the running thread).
+static bool axis_op(Op op) { return op == Op::index || op == Op::local_index || op == Op::group_index; }
+
 Node* Builder::numbered(Op op, DType t, const Shape& shape, const std::vector<Node*>& operands, uint32_t attr) {
   bool reads_var = false;
   for (Node* o : operands) reads_var |= has_flag(o->op, F_MUTABLE) || o->op == Op::loop;
@@ -47,13 +50,13 @@ Node* Builder::numbered(Op op, DType t, const Shape& shape, const std::vector<No
     if (it != vn_.end()) {
       for (Node* c : it->second) {
         if (c->op != op || c->dtype != t || c->operands != operands || c->shape != shape) continue;
-        uint32_t cattr = op == Op::index ? static_cast<uint32_t>(c->axis) : 0u;
+        uint32_t cattr = axis_op(op) ? static_cast<uint32_t>(c->axis) : 0u;
         if (cattr == attr && visible(c)) return c;
       }
     }
   }
   Node* n = raw(op, t, shape, operands);
-  if (op == Op::index) n->axis = static_cast<int>(attr);
+  if (axis_op(op)) n->axis = static_cast<int>(attr);
   if (!reads_var) vn_[key].push_back(n);
   return n;
 }
@@ -80,6 +83,14 @@ Node* Builder::constant(DType t, uint32_t bits) {
 
 Node* Builder::index(int axis, const Shape& shape) {
   return numbered(Op::index, DType::i32, shape, {}, static_cast<uint32_t>(axis));
+}
+
+Node* Builder::local_index(int axis, const Shape& shape) {
+  return numbered(Op::local_index, DType::i32, shape, {}, static_cast<uint32_t>(axis));
+}
+
+Node* Builder::group_index(int axis, const Shape& shape) {
+  return numbered(Op::group_index, DType::i32, shape, {}, static_cast<uint32_t>(axis));
 }
 
 static const Shape& result_shape(const std::vector<Node*>& ops) {

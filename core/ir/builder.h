@@ -30,6 +30,9 @@ class Builder {
   Node* boolean(bool v) { return constant(DType::boolean, v ? 1u : 0u); }
 
   Node* index(int axis, const Shape& shape);
+  // The running thread's coordinate within its workgroup, and its workgroup's coordinate.
+  Node* local_index(int axis, const Shape& shape);
+  Node* group_index(int axis, const Shape& shape);
   // Elementwise ops; operands' shapes must each be `[]` or the result shape.
   Node* unary(Op op, Node* x);
   Node* binary(Op op, Node* a, Node* b);

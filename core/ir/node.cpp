@@ -169,6 +169,7 @@ std::unique_ptr<Program> clone_program(const Program& src, std::vector<std::pair
     c->bits = n->bits; c->axis = n->axis; c->kind = n->kind; c->axes = n->axes;
     c->keepdims = n->keepdims; c->mode = n->mode; c->flat = n->flat; c->zero_init = n->zero_init;
     c->index = n->index; c->name = n->name; c->loc = n->loc; c->user_kernel = n->user_kernel;
+    c->group = n->group;
     map[n] = c;
   }
   auto m = [&](Node* n) { auto it = map.find(n); EMBER_INTERNAL_ASSERT(it != map.end(), "clone: dangling reference"); return it->second; };

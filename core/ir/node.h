@@ -84,6 +84,7 @@ struct Node {
   int index = -1;               // argument position, output slot, kernel id
   std::string name;             // argument name, symbolic dim name, kernel name
   bool user_kernel = false;     // kernel: written by the user (em.kernel), not made by a pass
+  std::vector<int> group;       // kernel: workgroup shape (em.kernel(..., group=)); empty: none
   SourceLoc loc;                // where the user traced it
 
   // Filled by split_host for kernel nodes: host values the kernel reads (passed as scalars)

@@ -53,9 +53,15 @@ class Printer {
     if (n->op == Op::kernel) os << " #" << n->index;
     if (value) os << " " << dtype_name(n->dtype);
     if (!n->shape.empty() || n->op == Op::kernel) os << shape(n->shape);
+    if (!n->group.empty()) {
+      os << " group(";
+      for (size_t i = 0; i < n->group.size(); ++i) os << (i ? ", " : "") << n->group[i];
+      os << ")";
+    }
     switch (n->op) {
       case Op::constant: os << " " << constant(n); break;
-      case Op::index: os << " axis=" << n->axis; break;
+      case Op::index: case Op::local_index: case Op::group_index: os << " axis=" << n->axis; break;
+      case Op::group_buffer: if (n->zero_init) os << " zero"; break;
       case Op::input: case Op::scalar_arg: os << " '" << n->name << "' arg=" << n->index; break;
       case Op::shape_arg: os << " '" << n->name << "'"; break;
       case Op::buffer: if (n->zero_init) os << " zero"; break;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "core/analysis/uniformity.h"
 #include "core/ir/printer.h"
 #include "core/ir/shape.h"
 
@@ -63,9 +64,10 @@ class Verifier {
     }
     Node* k = n->enclosing_kernel();
     if (k && (info.flags & F_HOST_ONLY)) fail(n, "host-only op inside a kernel");
-    if (n->parent && !n->parent->shape.empty() && !n->shape.empty() && !same_shape(n->shape, n->parent->shape))
+    const bool own_shape = n->op == Op::group_buffer;  // a memory of its own size inside a kernel
+    if (!own_shape && n->parent && !n->parent->shape.empty() && !n->shape.empty() && !same_shape(n->shape, n->parent->shape))
       fail(n, "shape " + shape_str(n->shape) + " differs from its scope's " + shape_str(n->parent->shape));
-    if (k && !n->shape.empty() && !same_shape(n->shape, k->shape)) fail(n, "node shape differs from its kernel's");
+    if (!own_shape && k && !n->shape.empty() && !same_shape(n->shape, k->shape)) fail(n, "node shape differs from its kernel's");
     if (opt_.kernels_formed && !k && !n->shape.empty() && !(info.flags & F_MEMORY) && n->op != Op::kernel)
       fail(n, "non-scalar node outside a kernel after fusion");
 
@@ -119,7 +121,21 @@ class Verifier {
         break;
       case Op::kernel:
         if (n->enclosing_kernel()) fail(n, "nested kernel");
+        if (!n->group.empty() && n->group.size() != n->shape.size()) fail(n, "group rank differs from the kernel's");
+        for (int g : n->group)
+          if (g < 1) fail(n, "group dims must be positive");
         break;
+      case Op::group_buffer:
+        if (!n->parent || n->parent->op != Op::kernel) fail(n, "a group buffer must be a direct child of a kernel");
+        if (n->shape.empty() || const_size(n->shape) < 1) fail(n, "a group buffer needs constant positive dims");
+        break;
+      case Op::barrier: case Op::local_index: case Op::group_index: {
+        if (!k || k->group.empty()) fail(n, "workgroup op outside a kernel with a group");
+        if (n->op != Op::barrier && (n->axis < 0 || n->axis >= static_cast<int>(k->group.size()))) fail(n, "axis out of range");
+        GroupUniformity u;
+        if (n->op == Op::barrier && divergent_scope(n->parent, u)) fail(n, "barrier under non-uniform control flow");
+        break;
+      }
       default: break;
     }
   }

@@ -29,7 +29,8 @@ bool check_shapes(Program& p) {
                                                                  << shape_str(n->shape));
       }
     }
-    if (n->parent && !n->parent->shape.empty() && !n->shape.empty() && !same_shape(n->shape, n->parent->shape))
+    if (n->op != Op::group_buffer && n->parent && !n->parent->shape.empty() && !n->shape.empty() &&
+        !same_shape(n->shape, n->parent->shape))
       EMBER_USER_ERROR(ShapeError, n->loc, op_name(n->op) << " of shape " << shape_str(n->shape) << " inside a "
                                                           << op_name(n->parent->op) << " of shape "
                                                           << shape_str(n->parent->shape));

@@ -199,6 +199,7 @@ bool fuse_one(Program& p, Node* load, const std::unordered_map<const Node*, int>
   Node* st = sole_identity_store(buf);
   if (!st) return false;
   Node* k1 = st->parent;
+  if (!k1->group.empty()) return false;  // its values may depend on barriers and group buffers
   Node* k2 = load->enclosing_kernel();
   if (!k2 || k2 == k1 || pos.at(k1) >= pos.at(load)) return false;
   Node* v = st->operand(1);

@@ -30,18 +30,34 @@ std::unordered_set<const Node*> thread_varying(Node* k) {
   return v;
 }
 
+// Whether access n touches only the row of its memory that thread t of kernel k owns: its leading
+// coordinates are t (the memory's leading dims are the kernel's shape); the trailing ones stay in
+// that row unless they are unsafe. E.g. Y[i, j, p] in a loop over p in a kernel over (i, j).
+bool in_own_row(const Node* n, const Node* k) {
+  if (at_own_element(n, k)) return true;
+  const Node* mem = n->operand(0);
+  if (n->flat || n->mode == IndexMode::unsafe || mem->rank() <= k->rank()) return false;
+  for (int a = 0; a < k->rank(); ++a) {
+    const Node* ix = n->operand(n->first_index_operand() + a);
+    if (!same_dim(mem->shape[static_cast<size_t>(a)], k->shape[static_cast<size_t>(a)]) || ix->op != Op::index ||
+        ix->axis != a)
+      return false;
+  }
+  return true;
+}
+
 // Whether an iteration of `loop` may read memory another thread wrote in an earlier one.
 bool carries_cross_thread_dependence(Node* loop, Node* k) {
   std::unordered_map<const Node*, bool> written;  // memory -> all writes at own element
   std::unordered_map<const Node*, bool> read;
   walk_subtree(loop, [&](Node* n) {
     if (n->op == Op::store || n->op == Op::atomic) {
-      bool own = n->op == Op::store && at_own_element(n, k);
+      bool own = n->op == Op::store && in_own_row(n, k);
       auto it = written.find(n->operand(0));
       written[n->operand(0)] = (it == written.end() || it->second) && own;
     }
     if (n->op == Op::load || n->op == Op::atomic) {
-      bool own = n->op == Op::load && at_own_element(n, k);
+      bool own = n->op == Op::load && in_own_row(n, k);
       auto it = read.find(n->operand(0));
       read[n->operand(0)] = (it == read.end() || it->second) && own;
     }
@@ -97,7 +113,8 @@ bool hoist_uniform(Program& p, Node* v, Node* k, const std::unordered_set<const 
 
 bool hoist_one(Program& p, Node* k) {
   // Kernels made by passes are race-free by construction, and one thread needs no barrier.
-  if (!k->user_kernel || const_size(k->shape) == 1) return false;
+  // A workgroup kernel synchronizes through its own barriers and group buffers.
+  if (!k->user_kernel || !k->group.empty() || const_size(k->shape) == 1) return false;
   std::unordered_set<const Node*> varying = thread_varying(k);
   for (Node* l = k->first_child; l; l = l->next) {
     if (l->op != Op::loop) continue;

@@ -13,6 +13,8 @@ bool in_range(const Node* i, const Node* d, const Node* kernel) {
   if (i->op == Op::constant) return i->i() >= 0 && const_dim(d) > i->i();
   if (i->op == Op::index && kernel && i->axis < kernel->rank() && same_dim(kernel->shape[static_cast<size_t>(i->axis)], d))
     return true;
+  if (i->op == Op::local_index && kernel && i->axis < static_cast<int>(kernel->group.size()))
+    return const_dim(d) >= kernel->group[static_cast<size_t>(i->axis)];
   if (i->op == Op::loop) {
     const Node* b = i->operand(0);
     const Node* e = i->operand(1);

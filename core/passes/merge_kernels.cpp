@@ -79,13 +79,15 @@ bool merge_kernels(Program& p) {
   p.for_each([&](Node* n) {
     if (n->op == Op::kernel) kernels.push_back(n);
   });
-  for (Node* k : kernels) {
+  for (size_t ki = 0; ki < kernels.size(); ++ki) {
+    Node* k = kernels[ki];
     if (k->dead) continue;
     // Pure host values and allocations between two kernels can move before the first.
     Node* next = k->next;
     auto movable = [](const Node* n) { return (has_flag(n->op, F_PURE) && !n->is_scope()) || n->op == Op::buffer; };
     while (next && next->op != Op::kernel && movable(next)) next = next->next;
     if (!next || next->op != Op::kernel || !compatible(k, next)) continue;
+    if (!k->group.empty() || !next->group.empty()) continue;  // barriers would cover the other kernel too
     for (Node* h = k->next; h != next;) {
       Node* after = h->next;
       p.unlink(h);
@@ -100,6 +102,7 @@ bool merge_kernels(Program& p) {
     p.erase(next);
     forward_stores(p, k);
     changed = true;
+    --ki;  // retry k: the merged kernel may take the next one too (at ki == 0 this wraps, ++ki restores it)
   }
   return changed;
 }

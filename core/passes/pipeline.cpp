@@ -14,10 +14,13 @@
 #include "core/passes/fuse_kernels.h"
 #include "core/passes/fuse_loads.h"
 #include "core/passes/lower_algorithms.h"
+#include "core/passes/lower_group_barriers.h"
 #include "core/passes/lower_indexing.h"
 #include "core/passes/merge_kernels.h"
+#include "core/passes/share_reciprocals.h"
 #include "core/passes/simplify.h"
 #include "core/passes/split_host.h"
+#include "core/passes/unroll_loops.h"
 #include "core/passes/unroll_small_dims.h"
 
 namespace ember {
@@ -28,6 +31,7 @@ namespace {
 struct Step {
   PassInfo pass;
   bool cleanup;
+  bool group_lowering = false;  // runs only with PipelineOptions::lower_groups
 };
 const std::vector<Step>& steps() {
   static const std::vector<Step> s = {
@@ -40,9 +44,12 @@ const std::vector<Step>& steps() {
       {{"cleanup", nullptr}, true},
       {{"merge_kernels", merge_kernels}, false},
       {{"unroll_small_dims", unroll_small_dims}, false},
-      {{"cleanup", nullptr}, true},
+      {{"unroll_loops", unroll_loops}, false},
+      {{"cleanup", nullptr}, true},  // shares the unrolled loads with the rest of the thread
+      {{"share_reciprocals", share_reciprocals}, false},
       {{"form_kernels", form_kernels}, false},
       {{"lower_indexing", lower_indexing}, false},
+      {{"lower_group_barriers", lower_group_barriers}, false, true},
       {{"cleanup", nullptr}, true},
       {{"split_host", split_host}, false},
   };
@@ -91,6 +98,7 @@ std::vector<PassRecord> run_pipeline(Program& p, const PipelineOptions& opt) {
     return changed;
   };
   for (const Step& s : steps()) {
+    if (s.group_lowering && !opt.lower_groups) continue;
     if (!s.cleanup) {
       run(s.pass);
       continue;

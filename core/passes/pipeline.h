@@ -24,6 +24,7 @@ struct PassRecord {
 struct PipelineOptions {
   bool verify = false;                 // run the verifier after every pass (tests do)
   std::map<std::string, std::string>* stages = nullptr;  // printed IR after each pass, if set
+  bool lower_groups = false;           // run lower_group_barriers (a backend that runs a group per thread)
 };
 
 // The passes in order (groups like simplify/cse/dce appear once; run_pipeline repeats them).

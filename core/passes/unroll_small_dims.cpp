@@ -129,7 +129,7 @@ class Unroller {
 bool unroll_small_dims(Program& p) {
   std::vector<Node*> kernels;
   p.for_each([&](Node* n) {
-    if (n->op != Op::kernel || n->rank() < 2) return;
+    if (n->op != Op::kernel || n->rank() < 2 || !n->group.empty()) return;  // lanes would split workgroups
     int64_t c = const_dim(n->shape.back());
     if (c >= 2 && c <= kMaxLanes) kernels.push_back(n);
   });

@@ -64,6 +64,9 @@ Node* Tracer::to_dtype(Node* v, DType t) { return b_.cast(value(v), t); }
 
 Node* Tracer::value(Node* x) {
   if (!x->is_memory()) return x;
+  if (x->op == Op::group_buffer)
+    EMBER_USER_ERROR(TypeError, loc(), "a group buffer cannot be used as a whole value; read or write one element "
+                                       "at a time (buf[i], buf[i] = v)");
   std::vector<Node*> idx;
   for (int a = 0; a < x->rank(); ++a) idx.push_back(b_.index(a, x->shape));
   return b_.load(x, idx, x->shape, IndexMode::clamp);
@@ -395,6 +398,7 @@ Tracer::Resolved Tracer::resolve(Node* x, const std::vector<IndexItem>& items_in
 }
 
 Node* Tracer::gather(Node* x, const std::vector<IndexItem>& items, IndexMode m) {
+  if (x->op == Op::group_buffer) check_group_access(x, items);
   Resolved r = resolve(x, items);
   if (r.shape.empty() && x->shape.empty()) return x;
   return gather_at(x, r.idx, r.shape, m);
@@ -404,6 +408,7 @@ void Tracer::scatter(Node* mem, const std::vector<IndexItem>& items, Node* value
   if (!mem->is_memory())
     EMBER_USER_ERROR(TypeError, loc(), "cannot assign into a computed value; assign into an argument or a tensor made by "
                                        "em.zeros/em.buffer");
+  if (mem->op == Op::group_buffer) check_group_access(mem, items);
   Resolved r = resolve(mem, items);
   value = this->value(value);
   if (value->dtype != mem->dtype) {
@@ -533,13 +538,24 @@ Node* Tracer::begin_else() {
   return n;
 }
 
-std::vector<Node*> Tracer::begin_kernel(const std::vector<Node*>& shape) {
+std::vector<Node*> Tracer::begin_kernel(const std::vector<Node*>& shape, const std::vector<int64_t>& group) {
   for (Node* s : scopes_)
     if (s->op == Op::kernel) EMBER_USER_ERROR(Error, loc(), "em.kernel cannot be nested inside another kernel");
   if (!scope_shape().empty()) EMBER_USER_ERROR(Error, loc(), "em.kernel must be opened at host level");
+  if (!group.empty() && group.size() != shape.size())
+    EMBER_USER_ERROR(ShapeError, loc(), "em.kernel: the group has " << group.size() << " dims but the kernel shape "
+                                                                    << shape_str(shape) << " has " << shape.size());
+  int64_t threads = 1;
+  for (int64_t g : group) {
+    if (g < 1) EMBER_USER_ERROR(ShapeError, loc(), "em.kernel: group dims must be positive, got " << g);
+    threads = std::min<int64_t>(threads * std::min<int64_t>(g, 1 << 20), 1 << 20);
+  }
+  if (threads > 1024)
+    EMBER_USER_ERROR(CompileError, loc(), "em.kernel: a group of " << threads << " threads; at most 1024 are supported");
   Node* k = b_.kernel(shape);
   k->loc = loc();
   k->user_kernel = true;
+  for (int64_t g : group) k->group.push_back(static_cast<int>(g));
   scopes_.push_back(k);
   b_.set_insert_end(k);
   std::vector<Node*> idx;
@@ -557,14 +573,16 @@ void Tracer::end_scope() {
 void Tracer::break_() {
   bool in_loop = false;
   for (auto it = scopes_.rbegin(); it != scopes_.rend() && (*it)->op != Op::kernel; ++it) in_loop |= (*it)->op == Op::loop;
-  if (!in_loop) EMBER_USER_ERROR(Error, loc(), "em.break_() outside a loop");
+  if (!in_loop) EMBER_USER_ERROR(CompileError, loc(), "em.break_() outside a loop");
+  check_jump("em.break_()");
   b_.break_(scope_shape());
 }
 
 void Tracer::continue_() {
   bool in_loop = false;
   for (auto it = scopes_.rbegin(); it != scopes_.rend() && (*it)->op != Op::kernel; ++it) in_loop |= (*it)->op == Op::loop;
-  if (!in_loop) EMBER_USER_ERROR(Error, loc(), "em.continue_() outside a loop");
+  if (!in_loop) EMBER_USER_ERROR(CompileError, loc(), "em.continue_() outside a loop");
+  check_jump("em.continue_()");
   b_.continue_(scope_shape());
 }
 

@@ -100,12 +100,22 @@ class Tracer {
   Node* begin_loop(Node* begin, Node* end, Node* step);
   Node* begin_if(Node* cond);
   Node* begin_else();
-  std::vector<Node*> begin_kernel(const std::vector<Node*>& shape);
+  // An explicit kernel; a non-empty `group` (one constant per axis) splits it into workgroups.
+  std::vector<Node*> begin_kernel(const std::vector<Node*>& shape, const std::vector<int64_t>& group = {});
   void end_scope();
   void break_();
   void continue_();
   Node* var(Node* init);
   void set(Node* var, Node* value);
+
+  // Workgroups (group_ops.cpp), only inside a kernel opened with a group: memory shared by the
+  // threads of a group (placed at the kernel's top; constant dims), a barrier (CompileError
+  // under control flow that differs between the threads of a group), and the running thread's
+  // coordinates within its group and of its group (one node per axis).
+  Node* group_buffer(const std::vector<int64_t>& shape, DType t);
+  void barrier();
+  std::vector<Node*> local_index();
+  std::vector<Node*> group_index();
 
   // A dimension node from an int or an existing scalar i32 value.
   Node* dim_const(int64_t v);
@@ -114,6 +124,12 @@ class Tracer {
 
  private:
   std::vector<Node*> broadcast_shapes(const std::vector<Node*>& a, const std::vector<Node*>& b);
+  // group_ops.cpp: the innermost open kernel, which must have a group (`what` names the call).
+  Node* group_kernel(const char* what);
+  // A group buffer may only be read or written one element at a time, in its own kernel.
+  void check_group_access(Node* mem, const std::vector<IndexItem>& items);
+  // break_/continue_ cannot leave a loop that holds a barrier.
+  void check_jump(const char* what);
   Node* gather_at(Node* x, const std::vector<Node*>& idx, const std::vector<Node*>& shape, IndexMode m);
   Node* substitute(Node* e, const std::vector<Node*>& from_shape, const std::vector<Node*>& idx,
                    const std::vector<Node*>& shape, bool& ok);

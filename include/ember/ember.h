@@ -34,7 +34,8 @@ class CompiledProgram {
   int kernel_count() const { return stats_.kernels; }
   // IR text after a stage: "traced", a pass name (e.g. "fuse_kernels"), or "final".
   std::string ir(const std::string& stage = "final") const;
-  // Generated kernel source; lang "cpp" for the CPU backend.
+  // Generated kernel source: "cpp", "glsl" or "hlsl" (the backend's own language as it compiles
+  // it; the others as their default dialect prints the same lowered program).
   std::string source(const std::string& lang) const;
   const ProgramStats& stats() const { return stats_; }
   const Program& program() const { return *prog_; }

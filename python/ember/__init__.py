@@ -24,7 +24,9 @@ from ._ops import concat, flip, repeat, reshape, stack  # noqa: F401
 from ._ops import argmax, argmin, dot, matmul, norm, prefix_sum  # noqa: F401
 from ._control import (atomic_add, atomic_and, atomic_exchange, atomic_max, atomic_min, atomic_or, atomic_xor,
                        break_, buffer, continue_, else_, if_, kernel, loop, var, zeros)
-from ._program import Program, backend, compile, init
+from ._control import barrier, group_buffer, group_index, local_index
+from ._indexing import gather, scatter
+from ._program import Program, backend, compile, device_info, init
 from . import _random as random  # noqa: F401  (em.random; not in __all__: the stdlib has a random)
 
 __version__ = getattr(_ember, "__version__", "0.0.0")
@@ -42,5 +44,7 @@ __all__ = [
     "argmax", "argmin", "dot", "matmul", "norm", "prefix_sum",
     "atomic_add", "atomic_and", "atomic_exchange", "atomic_max", "atomic_min", "atomic_or", "atomic_xor",
     "break_", "buffer", "continue_", "else_", "if_", "kernel", "loop", "var", "zeros",
-    "Program", "backend", "compile", "init",
+    "barrier", "group_buffer", "group_index", "local_index",
+    "gather", "scatter",
+    "Program", "backend", "compile", "device_info", "init",
 ]

@@ -1,5 +1,6 @@
 """Control flow and memory inside a traced function: em.loop, em.if_/else_, em.break_/continue_,
-em.var, em.kernel, atomics and in-program allocation (em.zeros, em.buffer)."""
+em.var, em.kernel (with workgroups: em.group_buffer, em.barrier, em.local_index, em.group_index),
+atomics and in-program allocation (em.zeros, em.buffer)."""
 from . import _ember as _C
 from . import _dtypes as D
 from . import _tracing as T
@@ -89,13 +90,63 @@ def var(init, dtype=None):
     return Var(tr.var(n))
 
 
-def kernel(shape):
+def kernel(shape, group=None):
     """`with em.kernel((H, W)) as (i, j):` runs the block once per index of `shape` (an explicit
-    kernel); with a single int or value as shape it yields one index value."""
+    kernel); with a single int or value as shape it yields one index value. `group=(16, 16)`
+    (ints, one per axis; an int for 1-D) splits it into workgroups that share em.group_buffer
+    memory and meet at em.barrier(); threads of the last groups outside `shape` only join barriers."""
     def open_(tr):
-        idx = [Value(n) for n in tr.begin_kernel(T.shape_nodes(tr, shape))]
+        idx = [Value(n) for n in tr.begin_kernel(T.shape_nodes(tr, shape), _group_shape(group))]
         return tuple(idx) if isinstance(shape, (tuple, list)) else idx[0]
     return _Scope(open_)
+
+
+def _group_shape(group):
+    if group is None:
+        return []
+    dims = group if isinstance(group, (tuple, list)) else (group,)
+    for d in dims:
+        if isinstance(d, T._BOOL_TYPES) or not isinstance(d, T._INT_TYPES):
+            raise T.error(_C.TypeError, f"a workgroup dimension must be a Python int, got {d!r}")
+    return [int(d) for d in dims]
+
+
+def _group_tracer(what):
+    if T.active() is None:
+        raise T.error(_C.CompileError, f"{what} outside an em.kernel: it can only be used in a kernel with a group "
+                                       "inside a function compiled with @em.compile")
+    return T.tracer(what)
+
+
+def group_buffer(shape, dtype=D.f32):
+    """Memory shared by the threads of a workgroup (CUDA __shared__, GLSL shared); each group has
+    its own. `shape` is an int or a tuple of ints; use it one element at a time: buf[i], buf[i] = v."""
+    tr = _group_tracer("em.group_buffer()")
+    dims = shape if isinstance(shape, (tuple, list)) else (shape,)
+    for d in dims:
+        if isinstance(d, T._BOOL_TYPES) or not isinstance(d, T._INT_TYPES):
+            raise T.error(_C.TypeError, f"a group buffer dimension must be a Python int, got {d!r}")
+    return Value(tr.group_buffer([int(d) for d in dims], D.as_dtype(dtype)._c))
+
+
+def barrier():
+    """Waits until every thread of the workgroup gets here (CUDA __syncthreads, GLSL barrier()); group
+    buffer writes before it are seen by the whole group after it. Not under per-thread em.if_/em.loop."""
+    _group_tracer("em.barrier()").barrier()
+
+
+def local_index():
+    """The thread's coordinate within its workgroup (CUDA threadIdx, GLSL gl_LocalInvocationID): an
+    i32 value for a 1-D kernel, else a tuple. The kernel index is group_index() * group + local_index()."""
+    idx = [Value(n) for n in _group_tracer("em.local_index()").local_index()]
+    return idx[0] if len(idx) == 1 else tuple(idx)
+
+
+def group_index():
+    """The coordinate of the thread's workgroup (CUDA blockIdx, GLSL gl_WorkGroupID): an i32 value
+    for a 1-D kernel, else a tuple. It is the same on every thread of the group."""
+    idx = [Value(n) for n in _group_tracer("em.group_index()").group_index()]
+    return idx[0] if len(idx) == 1 else tuple(idx)
 
 
 def _atomic(kind, name):

@@ -12,28 +12,37 @@ from . import _tracing as T
 from ._tensor import Tensor, from_numpy_arg
 from ._value import Value
 
-_KNOWN_BACKENDS = ("cpu", "vulkan", "opengl", "cuda")
-_BUILT_BACKENDS = ("cpu",)
-_LANG = {"cpu": "cpp", "cuda": "cuda", "vulkan": "glsl", "opengl": "glsl"}
+_KNOWN_BACKENDS = ("cpu", "vulkan", "vulkan-hlsl", "opengl", "cuda")
+_BUILT_BACKENDS = tuple(_C.built_backends())
+_LANG = {"cpu": "cpp", "cuda": "cuda", "vulkan": "glsl", "vulkan-hlsl": "hlsl", "opengl": "glsl"}
 _state = {"backend": None}
 
 
 def init(backend="auto"):
-    """Chooses the backend for programs compiled from now on: "cpu", "vulkan", "opengl", "cuda" or
-    "auto" (the best one built; currently cpu). Raises ember.BackendError if it is not built."""
-    if backend == "auto":
-        backend = _BUILT_BACKENDS[0]
-    if backend not in _KNOWN_BACKENDS:
+    """Chooses the backend for programs compiled from now on: "cpu", "vulkan" (GLSL kernels),
+    "vulkan-hlsl" (the Vulkan runtime fed HLSL kernels), "opengl", "cuda" or "auto" (CUDA, then a
+    GPU Vulkan device, then cpu). Raises ember.BackendError if it is not built or has no device."""
+    if backend != "auto" and backend not in _KNOWN_BACKENDS:
         raise _C.BackendError(f"unknown backend {backend!r}; expected one of auto, {', '.join(_KNOWN_BACKENDS)}")
+    backend = _C.resolve_backend(backend)
     if backend not in _BUILT_BACKENDS:
         raise _C.BackendError(f"the {backend} backend is not built into this Ember "
                               f"(available: {', '.join(_BUILT_BACKENDS)})")
+    reason = _C.backend_unavailable(backend)
+    if reason:
+        raise _C.BackendError(reason)
     _state["backend"] = backend
 
 
 def backend():
     """The name of the backend programs compile for (em.init's choice, cpu by default)."""
     return _state["backend"] or _BUILT_BACKENDS[0]
+
+
+def device_info():
+    """The device the current backend runs on, in words (e.g. "llvmpipe (LLVM 15.0.6, 256 bits) via
+    Vulkan 1.3")."""
+    return _C.device_info(backend())
 
 
 def compile(fn=None, *, name=None):
@@ -97,7 +106,10 @@ class Program:
 
     Tensor arguments are passed without a copy (CPU backend), so a program that assigns into an
     argument writes the caller's array; bool, non-contiguous and read-only arrays are copied first
-    (their writes are not seen). Results never alias an argument."""
+    (their writes are not seen). On Vulkan, NumPy arguments are copied into device memory and
+    the ones the program writes are copied back after the call, so the same holds; em.Tensor
+    results stay in device memory and are used in place when passed back in. Results never
+    alias an argument."""
 
     def __init__(self, fn, name=None):
         functools.update_wrapper(self, fn)
@@ -108,7 +120,7 @@ class Program:
         self._tracer = None
         self._traced_text = None
         self._returns = None  # "none", "one" or the number of returned values (a tuple)
-        self._compiled = None
+        self._compiled = {}  # backend name -> CompiledProgram
 
     def __repr__(self):
         state = "compiled" if self._compiled else ("traced" if self._traced_text else "not traced")
@@ -147,16 +159,20 @@ class Program:
         self._tracer, self._traced_text = tr, tr.print()
 
     def _compile(self):
-        if self._compiled is not None:
-            return self._compiled
+        """The program compiled for the current backend (one compilation per backend used)."""
+        be = backend()
+        if be in self._compiled:
+            return self._compiled[be]
+        if self._tracer is None:
+            self._traced_text = None  # the tracer gave its program to another backend: trace again
         self._trace()
         tr, self._tracer = self._tracer, None
         try:
-            self._compiled = _C.CompiledProgram(tr, backend())
+            self._compiled[be] = _C.CompiledProgram(tr, be)
         except BaseException:
             self._traced_text = None  # the tracer gave its program away: trace again next time
             raise
-        return self._compiled
+        return self._compiled[be]
 
     # Calling.
     def _arguments(self, args, kwargs):
@@ -220,7 +236,8 @@ class Program:
         return self._compile().ir(stage)
 
     def source(self, lang=None):
-        """The generated kernel source ("cpp" for the CPU backend; the backend's language by default)."""
+        """The generated kernel source: "cpp", "glsl" or "hlsl" (the backend's language by default; GPU
+        languages print one shader per kernel)."""
         cp = self._compile()
         return cp.source(lang or _LANG.get(cp.backend_name, "cpp"))
 

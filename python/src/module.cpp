@@ -10,4 +10,5 @@ PYBIND11_MODULE(_ember, m) {
   ember::python::bind_errors(m);
   ember::python::bind_trace(m);
   ember::python::bind_runtime(m);
+  ember::python::bind_backends(m);
 }

@@ -10,15 +10,42 @@ _REPO = Path(__file__).resolve().parents[2]
 _BUILD = Path(os.environ.get("EMBER_BUILD_DIR") or _REPO / "build").resolve()
 sys.path.insert(0, str(_BUILD / "python"))
 os.environ.setdefault("EMBER_CACHE_DIR", str(_BUILD / "kernel-cache"))
+if not os.environ.get("XDG_RUNTIME_DIR"):  # Mesa's Vulkan drivers warn without one
+    _xdg = _BUILD / "xdg-runtime"
+    _xdg.mkdir(mode=0o700, exist_ok=True)
+    os.environ["XDG_RUNTIME_DIR"] = str(_xdg)
 
 import ember as em  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
 def _cpu_backend():
-    """Every test starts on the CPU backend."""
-    em.init(backend="cpu")
+    """Every test starts on the CPU backend ($EMBER_TEST_DEFAULT_BACKEND to try another on the
+    tests that do not ask for the `backend` fixture)."""
+    em.init(backend=os.environ.get("EMBER_TEST_DEFAULT_BACKEND", "cpu"))
     yield
+
+
+# Backends a program test runs on: cpu always, the others where this machine has their device
+# (skipped with the reason otherwise). EMBER_TEST_BACKENDS=cpu,vulkan narrows the list.
+_BACKENDS = ("cpu", "vulkan", "vulkan-hlsl")
+_SELECTED = [b for b in os.environ.get("EMBER_TEST_BACKENDS", ",".join(_BACKENDS)).split(",") if b]
+
+
+def _unavailable(name):
+    if name not in em._program._BUILT_BACKENDS:
+        return f"the {name} backend is not built into this Ember"
+    return em._ember.backend_unavailable(name)
+
+
+@pytest.fixture(params=_SELECTED)
+def backend(request):
+    """Runs the test once per backend (em.init(backend=...) before the test body); yields its name."""
+    reason = _unavailable(request.param)
+    if reason:
+        pytest.skip(f"backend {request.param} unavailable: {reason}")
+    em.init(backend=request.param)
+    yield request.param
 
 
 @pytest.fixture

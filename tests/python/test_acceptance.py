@@ -31,7 +31,7 @@ def numpy_step(X, V, dt):
     return X + V2 * dt, V2
 
 
-def test_nbody_2048_matches_numpy_in_one_kernel(rng):
+def test_nbody_2048_matches_numpy_in_one_kernel(rng, backend):
     n = 2048
     X = rng.uniform(-1, 1, (n, 3)).astype(np.float32)
     V = rng.uniform(-0.1, 0.1, (n, 3)).astype(np.float32)
@@ -47,6 +47,7 @@ _CHILD = textwrap.dedent("""
     import numpy as np
     sys.path.insert(0, sys.argv[1])
     import ember as em
+    em.init(backend=sys.argv[2])
 
     @em.compile
     def step(X: em.f32["N", 3], V: em.f32["N", 3], dt: em.f32):
@@ -63,12 +64,12 @@ _CHILD = textwrap.dedent("""
 """)
 
 
-def test_new_process_hits_the_disk_cache(tmp_path):
+def test_new_process_hits_the_disk_cache(tmp_path, backend):
     build_python = str(Path(em.__file__).resolve().parents[1])
     env = dict(os.environ, EMBER_CACHE_DIR=str(tmp_path / "cache"))
 
     def child():
-        out = subprocess.run([sys.executable, "-c", _CHILD, build_python], env=env, check=True,
+        out = subprocess.run([sys.executable, "-c", _CHILD, build_python, backend], env=env, check=True,
                              capture_output=True, text=True).stdout
         return json.loads(out.strip().splitlines()[-1])
 

@@ -27,7 +27,7 @@ def _random(rng, shape, dtype):
 @pytest.mark.parametrize("dtype", [np.float32, np.int32])
 @pytest.mark.parametrize("keepdims", [False, True])
 @pytest.mark.parametrize("name", ["sum", "prod", "max", "min", "mean", "any", "all", "norm"])
-def test_reductions_match_numpy(rng, name, keepdims, dtype):
+def test_reductions_match_numpy(rng, backend, name, keepdims, dtype):
     x = _random(rng, SHAPE, dtype)
     em_fn = getattr(em, name)
     prog = _reduction(lambda v: tuple(em_fn(v, axis=axis, keepdims=keepdims) for axis in AXES), dtype)
@@ -53,7 +53,7 @@ def test_reductions_match_numpy(rng, name, keepdims, dtype):
 @pytest.mark.parametrize("dtype", [np.float32, np.int32])
 @pytest.mark.parametrize("keepdims", [False, True])
 @pytest.mark.parametrize("name", ["argmax", "argmin"])
-def test_argmax_argmin_match_numpy(rng, name, keepdims, dtype):
+def test_argmax_argmin_match_numpy(rng, backend, name, keepdims, dtype):
     axes = [None, 0, 1, 2, -1]
     x = _random(rng, SHAPE, dtype)
     prog = _reduction(lambda v: tuple(getattr(em, name)(v, axis=a, keepdims=keepdims) for a in axes), dtype)
@@ -65,7 +65,7 @@ def test_argmax_argmin_match_numpy(rng, name, keepdims, dtype):
         np.testing.assert_array_equal(got, want, err_msg=f"axis={axis}")  # ties: the first occurrence
 
 
-def test_argmax_first_nan_and_infinities():
+def test_argmax_first_nan_and_infinities(backend):
     @em.compile
     def prog(x: em.f32["N", 5]):  # noqa: F821
         return em.argmax(x, axis=1), em.argmin(x, axis=1), em.argmax(x), em.argmin(x, axis=0)
@@ -86,7 +86,7 @@ def test_argmax_needs_one_axis():
         _reduction(lambda v: em.argmax(v, axis=(0, 1)), np.float32)(np.zeros(SHAPE, np.float32))
 
 
-def test_bool_reductions(rng):
+def test_bool_reductions(rng, backend):
     @em.compile
     def prog(x: em.f32["N", "M"]):  # noqa: F821
         b = x > 0.3
@@ -115,20 +115,20 @@ def _cumsum_i(x: em.i32["N"]):  # noqa: F821
 
 
 @pytest.mark.parametrize("n", [1, 5, 255, 256, 257, 1000, 5000, 100_000])
-def test_prefix_sum_f32_matches_cumsum(rng, n):
+def test_prefix_sum_f32_matches_cumsum(rng, backend, n):
     x = rng.standard_normal(n).astype(np.float32)
     want = np.cumsum(x.astype(np.float64))
     np.testing.assert_allclose(_cumsum_f(x).numpy(), want, rtol=1e-4, atol=1e-4 * max(1.0, np.abs(want).max()))
 
 
 @pytest.mark.parametrize("n", [1, 5, 1000, 5000, 100_000])
-def test_prefix_sum_i32_is_exact(rng, n):
+def test_prefix_sum_i32_is_exact(rng, backend, n):
     x = rng.integers(-1000, 1000, n).astype(np.int32)
     np.testing.assert_array_equal(_cumsum_i(x).numpy(), np.cumsum(x))
 
 
 @pytest.mark.parametrize("axis", [0, 1, 2, -1])
-def test_prefix_sum_axes(rng, axis):
+def test_prefix_sum_axes(rng, backend, axis):
     @em.compile
     def prog(x: em.f32["A", "B", "C"], y: em.i32["A", "B", "C"]):  # noqa: F821
         return em.prefix_sum(x * 2.0, axis=axis) + 1.0, em.prefix_sum(y, axis=axis)
@@ -141,7 +141,7 @@ def test_prefix_sum_axes(rng, axis):
         np.testing.assert_array_equal(b.numpy(), np.cumsum(y, axis=axis))
 
 
-def test_prefix_sum_is_parallel_blocked_scan():
+def test_prefix_sum_is_parallel_blocked_scan(backend):
     # Symbolic length: per-block scans, a scan of the block totals, and the block offsets.
     assert _cumsum_f.kernel_count == 3
     src = _cumsum_f.source("cpp")
@@ -156,7 +156,7 @@ def test_prefix_sum_is_parallel_blocked_scan():
     np.testing.assert_array_equal(small(x).numpy(), np.cumsum(x))
 
 
-def test_prefix_sum_of_bool_counts():
+def test_prefix_sum_of_bool_counts(backend):
     @em.compile
     def prog(x: em.f32["N"]):  # noqa: F821
         return em.prefix_sum(x > 0)
@@ -193,7 +193,7 @@ def _matmul_prog(sa, sb, dtype, fn):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.int32])
 @pytest.mark.parametrize("sa,sb", MATMUL_SHAPES)
-def test_matmul_matches_numpy(rng, sa, sb, dtype):
+def test_matmul_matches_numpy(rng, backend, sa, sb, dtype):
     a, b = _random(rng, sa, dtype), _random(rng, sb, dtype)
     for fn in (lambda x, y: x @ y, em.matmul):
         got = _matmul_prog(sa, sb, dtype, fn)(a, b).numpy()
@@ -207,7 +207,7 @@ def test_matmul_matches_numpy(rng, sa, sb, dtype):
 
 @pytest.mark.parametrize("sa,sb", [((7,), (7,)), ((5, 7), (7, 3)), ((7,), (7, 3)), ((5, 7), (7,)),
                                    ((2, 4, 7), (3, 7, 5)), ((2, 4, 7), (7,)), ((), (3, 4))])
-def test_dot_matches_numpy(rng, sa, sb):
+def test_dot_matches_numpy(rng, backend, sa, sb):
     a = rng.uniform(-1, 1, sa).astype(np.float32)
     b = rng.uniform(-1, 1, sb).astype(np.float32)
     if sa == ():
@@ -222,7 +222,7 @@ def test_dot_matches_numpy(rng, sa, sb):
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
-def test_matmul_symbolic_dims_and_mismatch(rng):
+def test_matmul_symbolic_dims_and_mismatch(rng, backend):
     @em.compile
     def prog(a: em.f32["N", "K"], b: em.f32["K", "M"]):  # noqa: F821
         return em.max(a @ b, 0.0)  # relu of the product: an epilogue on the reduction
@@ -239,7 +239,7 @@ def test_matmul_symbolic_dims_and_mismatch(rng):
         bad(np.zeros((3, 4), np.float32), np.zeros((5, 2), np.float32))
 
 
-def test_matmul_fuses_the_product_into_a_simd_reduction(rng):
+def test_matmul_fuses_the_product_into_a_simd_reduction(rng, backend):
     @em.compile
     def mm(a: em.f32["N", "K"], b: em.f32["K", "M"]):  # noqa: F821
         return a @ b
@@ -254,7 +254,7 @@ def test_matmul_fuses_the_product_into_a_simd_reduction(rng):
 
 # ---- softmax ----------------------------------------------------------------------------------
 
-def test_softmax_rows_in_at_most_two_kernels(rng):
+def test_softmax_rows_in_at_most_two_kernels(rng, backend):
     @em.compile
     def softmax(x: em.f32["N", "M"]):  # noqa: F821
         e = em.exp(x - em.max(x, axis=1, keepdims=True))

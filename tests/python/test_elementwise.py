@@ -26,7 +26,7 @@ UNARY = [
 
 
 @pytest.mark.parametrize("name,ref,domain", UNARY, ids=[u[0] for u in UNARY])
-def test_unary(rng, name, ref, domain):
+def test_unary(rng, backend, name, ref, domain):
     fn = getattr(em, name)
     X = _inputs(rng, *domain)
 
@@ -38,7 +38,7 @@ def test_unary(rng, name, ref, domain):
     np.testing.assert_allclose(got.numpy(), ref(X).astype(np.float32), rtol=2e-5, atol=2e-6)
 
 
-def test_isnan_isinf(rng):
+def test_isnan_isinf(rng, backend):
     X = _inputs(rng, -4, 4)
     X[::7] = np.nan
     X[3::11] = np.inf
@@ -68,7 +68,7 @@ BINARY = [
 
 
 @pytest.mark.parametrize("name,fn,ref,da,db", BINARY, ids=[b[0] for b in BINARY])
-def test_binary_float(rng, name, fn, ref, da, db):
+def test_binary_float(rng, backend, name, fn, ref, da, db):
     A, B = _inputs(rng, *da), _inputs(rng, *db)
 
     @em.compile
@@ -77,7 +77,7 @@ def test_binary_float(rng, name, fn, ref, da, db):
     np.testing.assert_allclose(f(A, B).numpy(), ref(A, B), rtol=2e-5, atol=2e-6)
 
 
-def test_comparisons(rng):
+def test_comparisons(rng, backend):
     A, B = _inputs(rng, -2, 2), _inputs(rng, -2, 2)
     B[::5] = A[::5]
 
@@ -88,7 +88,7 @@ def test_comparisons(rng):
         assert got.dtype == em.bool and np.array_equal(got.numpy(), want)
 
 
-def test_ternary_functions(rng):
+def test_ternary_functions(rng, backend):
     A, B, T = _inputs(rng, -4, 4), _inputs(rng, -4, 4), _inputs(rng, 0, 1)
 
     @em.compile
@@ -106,7 +106,7 @@ def test_ternary_functions(rng):
     assert wi.dtype == em.i32 and np.array_equal(wi.numpy(), np.where(A > 0, 1, 0))
 
 
-def test_integer_ops(rng):
+def test_integer_ops(rng, backend):
     A = rng.integers(-1000, 1000, size=N).astype(np.int32)
     B = rng.integers(1, 50, size=N).astype(np.int32) * rng.choice([-1, 1], size=N).astype(np.int32)
     S = rng.integers(0, 8, size=N).astype(np.int32)
@@ -124,7 +124,7 @@ def test_integer_ops(rng):
         np.testing.assert_allclose(g.numpy(), w, rtol=1e-6, err_msg=f"output {i}")
 
 
-def test_unsigned_and_bool_ops(rng):
+def test_unsigned_and_bool_ops(rng, backend):
     U = rng.integers(1, 2 ** 32 - 1, size=N, dtype=np.uint64).astype(np.uint32)
     V = rng.integers(1, 1000, size=N).astype(np.uint32)
     P, Q = rng.uniform(size=N) > 0.5, rng.uniform(size=N) > 0.3
@@ -139,7 +139,7 @@ def test_unsigned_and_bool_ops(rng):
         np.testing.assert_array_equal(g.numpy(), w)
 
 
-def test_casts_and_bitcast(rng):
+def test_casts_and_bitcast(rng, backend):
     X = _inputs(rng, -100, 100)
 
     @em.compile
@@ -154,7 +154,7 @@ def test_casts_and_bitcast(rng):
     np.testing.assert_array_equal(fb.numpy(), (X > 0).astype(np.float32))
 
 
-def test_broadcasting_2d(rng):
+def test_broadcasting_2d(rng, backend):
     A = _inputs(rng, -2, 2, n=12).reshape(3, 4)
     r = _inputs(rng, -2, 2, n=4)
     c = _inputs(rng, -2, 2, n=3).reshape(3, 1)

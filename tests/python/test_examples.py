@@ -79,7 +79,7 @@ def _draw(seed, shape=(256, 256)):
     return [t.numpy() for t in _random_all(np.ones(shape, np.float32), seed)]
 
 
-def test_random_hash_is_xxhash32_of_index_and_key():
+def test_random_hash_is_xxhash32_of_index_and_key(backend):
     @em.compile
     def f(C: em.u32["N"], K: em.i32["N"], key: em.i32):
         return em.random.hash(C, K), em.random.hash(C, key), em.random.hash(5, 9)
@@ -92,7 +92,7 @@ def test_random_hash_is_xxhash32_of_index_and_key():
     assert int(c) == int(xxhash32_numpy(5, 9)) and c.dtype == em.u32
 
 
-def test_rand_uniform_statistics():
+def test_rand_uniform_statistics(backend):
     u = _draw(11)[0]
     n = u.size
     assert u.dtype == np.float32 and u.shape == (256, 256)
@@ -108,7 +108,7 @@ def test_rand_uniform_statistics():
     assert abs(np.corrcoef(u[:, :-1].ravel(), u[:, 1:].ravel())[0, 1]) < 5 / math.sqrt(n)
 
 
-def test_randn_normal_statistics():
+def test_randn_normal_statistics(backend):
     z = _draw(12)[1]
     n = z.size
     assert z.dtype == np.float32 and np.all(np.isfinite(z))
@@ -119,7 +119,7 @@ def test_randn_normal_statistics():
     assert abs(float(np.mean(z ** 3))) < 5 * math.sqrt(15 / n)  # symmetric
 
 
-def test_randint_range_and_uniformity():
+def test_randint_range_and_uniformity(backend):
     r = _draw(13)[2]
     assert r.dtype == np.int32 and r.min() == -3 and r.max() == 6
     counts = np.bincount(r.ravel() + 3, minlength=10)
@@ -127,7 +127,7 @@ def test_randint_range_and_uniformity():
     assert float(np.sum((counts - expected) ** 2 / expected)) < 45  # 9 degrees of freedom
 
 
-def test_random_reproducible_and_seed_dependent():
+def test_random_reproducible_and_seed_dependent(backend):
     a, b = _draw(5), _draw(5)
     for x, y in zip(a, b):
         np.testing.assert_array_equal(x, y)  # equal seeds: equal numbers
@@ -142,7 +142,7 @@ def test_random_reproducible_and_seed_dependent():
     np.testing.assert_array_equal(small, a[0][:16])  # element (i, j) depends on its flat index only
 
 
-def test_random_in_a_fused_expression_and_scalar_shape(rng):
+def test_random_in_a_fused_expression_and_scalar_shape(rng, backend):
     @em.compile
     def f(X: em.f32["N"], seed: em.u32):
         noisy = X + 0.01 * em.random.randn(X.shape, seed)
@@ -180,7 +180,7 @@ def test_random_argument_errors():
 
 # Examples ------------------------------------------------------------------------------------------
 
-def test_histogram(rng):
+def test_histogram(rng, backend):
     h = example("histogram")
     V = rng.normal(0.0, 1.5, 20000).astype(np.float32)
     V[V == 0] = 0.5
@@ -197,7 +197,7 @@ def _random_board(rng, h, w):
     return (rng.random((h, w)) < 0.35).astype(np.int32)
 
 
-def test_life_generations(rng):
+def test_life_generations(rng, backend):
     life = example("life")
     G = _random_board(rng, 37, 50)
     got = want = G
@@ -214,13 +214,13 @@ def test_life_generations(rng):
     np.testing.assert_array_equal(g, np.roll(glider, (8, 8), axis=(0, 1)))
 
 
-def test_life_host_loop(rng):
+def test_life_host_loop(rng, backend):
     life = example("life")
     G = _random_board(rng, 24, 30)
     np.testing.assert_array_equal(life.life(G, 3).numpy(), life.life_numpy(G, 3))
 
 
-def test_mandelbrot():
+def test_mandelbrot(backend):
     m = example("mandelbrot")
     args = [(48, 64, -2.2, -1.2, 3.0 / 64, 100), (33, 40, -0.8, 0.05, 0.01, 300)]
     for a in args:
@@ -235,7 +235,7 @@ def test_mandelbrot():
     assert m.mandelbrot.kernel_count == 1
 
 
-def test_softmax(rng):
+def test_softmax(rng, backend):
     s = example("softmax")
     X = rand(rng, 67, 301, lo=-8.0, hi=8.0)
     for prog in (s.softmax, s.softmax_rows):
@@ -249,7 +249,7 @@ def kernel_blocks(prog):
     return [(b.split("\n", 1)[0], b) for b in blocks]
 
 
-def test_softmax_kernel_count(rng):
+def test_softmax_kernel_count(rng, backend):
     s = example("softmax")
     s.softmax(rand(rng, 4, 5))
     assert s.softmax.kernel_count <= 2  # the row max and sum, then exp / divide
@@ -257,7 +257,7 @@ def test_softmax_kernel_count(rng):
         assert not ("[N, M]" in header and "= loop" in body), header
 
 
-def test_sph(rng):
+def test_sph(rng, backend):
     sph = example("sph")
     X, _, mass = sph.make_particles(400, seed=5)
     V = rand(rng, 400, 3, lo=-0.2, hi=0.2)
@@ -274,7 +274,7 @@ def test_sph(rng):
     assert sph.sph_step.kernel_count <= 2  # the density pass and the force pass
 
 
-def test_nbody_loop(rng):
+def test_nbody_loop(rng, backend):
     nb = example("nbody_loop")
     X, V = rand(rng, 300, 3), rand(rng, 300, 3, lo=-0.1, hi=0.1)
     X2, V2 = nb.step_loop(X, V, 0.01)
@@ -295,7 +295,7 @@ def _check_fluid(got, want):
         assert_close(g.numpy(), w, what=what)
 
 
-def test_fluid_step_unrolled(rng):
+def test_fluid_step_unrolled(rng, backend):
     fl = example("fluid")
     U, V, D = _fluid_inputs(rng)
     for iters in (0, 6):
@@ -306,13 +306,13 @@ def test_fluid_step_unrolled(rng):
     assert after < 0.7 * before  # the projection removes divergence
 
 
-def test_fluid_step_em_loop_without_iterations(rng):
+def test_fluid_step_em_loop_without_iterations(rng, backend):
     fl = example("fluid")
     U, V, D = _fluid_inputs(rng)
     _check_fluid(fl.fluid_step(U, V, D, 0.8, 0), fl.fluid_numpy(U, V, D, 0.8, 0))
 
 
-def test_fluid_step_em_loop(rng):
+def test_fluid_step_em_loop(rng, backend):
     fl = example("fluid")
     U, V, D = _fluid_inputs(rng)
     _check_fluid(fl.fluid_step(U, V, D, 0.8, 5), fl.fluid_numpy(U, V, D, 0.8, 5))
@@ -330,9 +330,10 @@ SCRIPTS = [
 
 
 @pytest.mark.parametrize("name,args,marker", SCRIPTS, ids=[s[0] for s in SCRIPTS])
-def test_example_runs_as_a_script(name, args, marker):
+def test_example_runs_as_a_script(name, args, marker, backend):
     env = dict(os.environ, EMBER_BUILD_DIR=str(_BUILD))
-    proc = subprocess.run([sys.executable, str(EXAMPLES / f"{name}.py"), *args], capture_output=True, text=True,
+    proc = subprocess.run([sys.executable, str(EXAMPLES / f"{name}.py"), *args, "--backend", backend],
+                          capture_output=True, text=True,
                           env=env, timeout=600)
     assert proc.returncode == 0, proc.stderr
     assert marker in proc.stdout, proc.stdout
@@ -340,7 +341,7 @@ def test_example_runs_as_a_script(name, args, marker):
 
 # Minimal reproducers of the bugs the examples hit -----------------------------------------------------
 
-def test_var_stencil_in_loop_is_not_updated_in_place():
+def test_var_stencil_in_loop_is_not_updated_in_place(backend):
     @em.compile
     def roll_left(X: em.f32["N"], n: em.i32):  # noqa: F821
         v = em.var(X)
@@ -352,7 +353,7 @@ def test_var_stencil_in_loop_is_not_updated_in_place():
     np.testing.assert_array_equal(roll_left(X, 1).numpy(), np.roll(X, -1))  # got [2 .. 8 2]
 
 
-def test_fuse_loads_does_not_recompute_an_overwritten_input():
+def test_fuse_loads_does_not_recompute_an_overwritten_input(backend):
     @em.compile
     def rotate_in_place(X: em.f32["N"]):  # noqa: F821
         n = X.shape[0]
@@ -367,7 +368,7 @@ def test_fuse_loads_does_not_recompute_an_overwritten_input():
     np.testing.assert_array_equal(X, want)  # got [2 .. 8 2]: one kernel reads X while writing it
 
 
-def test_dce_keeps_a_var_read_only_before_break():
+def test_dce_keeps_a_var_read_only_before_break(backend):
     @em.compile
     def doublings(X: em.i32["N"], n: em.i32):  # noqa: F821
         out = em.zeros(X.shape, em.i32)

@@ -18,7 +18,7 @@ AXES = [None, 0, 1, -1, (0, 2), (1, 2)]
 
 @pytest.mark.parametrize("axis", AXES, ids=str)
 @pytest.mark.parametrize("keepdims", [False, True])
-def test_reductions(rng, axis, keepdims):
+def test_reductions(rng, backend, axis, keepdims):
     X = rand(rng, 5, 6, 7, lo=0.8, hi=1.2)
 
     @em.compile
@@ -35,7 +35,7 @@ def test_reductions(rng, axis, keepdims):
         np.testing.assert_allclose(g.numpy(), w, rtol=2e-5, err_msg=f"output {i}")
 
 
-def test_nbody_step_of_the_design(rng):
+def test_nbody_step_of_the_design(rng, backend):
     @em.compile
     def step(X: em.f32["N", 3], V: em.f32["N", 3], dt: em.f32):
         d = X[:, None, :] - X[None, :, :]
@@ -54,7 +54,7 @@ def test_nbody_step_of_the_design(rng):
     assert X3.shape == (64, 3)
 
 
-def test_slicing(rng):
+def test_slicing(rng, backend):
     X = rand(rng, 6, 8)
 
     @em.compile
@@ -67,7 +67,7 @@ def test_slicing(rng):
         np.testing.assert_array_equal(g.numpy(), w, err_msg=f"output {i}")
 
 
-def test_gather_with_index_tensors(rng):
+def test_gather_with_index_tensors(rng, backend):
     A = rand(rng, 10, 4)
     I = rng.integers(0, 10, size=(5, 3)).astype(np.int32)
     J = rng.integers(0, 4, size=(3,)).astype(np.int32)
@@ -82,7 +82,7 @@ def test_gather_with_index_tensors(rng):
     np.testing.assert_array_equal(g4.numpy(), A[:, J])
 
 
-def test_scatter(rng):
+def test_scatter(rng, backend):
     n = 50
     V = rand(rng, n)
     P = rng.permutation(n).astype(np.int32)
@@ -99,7 +99,7 @@ def test_scatter(rng):
     np.testing.assert_array_equal(f(V, P).numpy(), want)
 
 
-def test_indices(rng):
+def test_indices(rng, backend):
     X = rand(rng, 4, 5)
 
     @em.compile
@@ -110,7 +110,7 @@ def test_indices(rng):
     np.testing.assert_allclose(f(X).numpy(), X * ii + jj, rtol=1e-6)
 
 
-def test_host_loop_with_var(rng):
+def test_host_loop_with_var(rng, backend):
     X = rand(rng, 33)
 
     @em.compile
@@ -125,7 +125,7 @@ def test_host_loop_with_var(rng):
     np.testing.assert_allclose(f(X, 5).numpy(), want, rtol=1e-6)
 
 
-def test_kernel_loop_if_else_break_continue(rng):
+def test_kernel_loop_if_else_break_continue(rng, backend):
     X = rand(rng, 40, lo=0.1, hi=3.0)
 
     @em.compile
@@ -158,7 +158,7 @@ def test_kernel_loop_if_else_break_continue(rng):
     np.testing.assert_allclose(f(X, 20, 30.0).numpy(), want, rtol=1e-6)
 
 
-def test_tensor_if_else_at_host_level(rng):
+def test_tensor_if_else_at_host_level(rng, backend):
     X = rand(rng, 30)
 
     @em.compile
@@ -172,7 +172,7 @@ def test_tensor_if_else_at_host_level(rng):
     np.testing.assert_allclose(f(X).numpy(), np.where(X > 0, X * 10, -X), rtol=1e-6)
 
 
-def test_kernel_atomics_histogram(rng):
+def test_kernel_atomics_histogram(rng, backend):
     B = rng.integers(0, 16, size=500).astype(np.int32)
     V = rand(rng, 500)
 
@@ -194,7 +194,7 @@ def test_kernel_atomics_histogram(rng):
     np.testing.assert_array_equal(M.numpy(), want)
 
 
-def test_integer_atomics(rng):
+def test_integer_atomics(rng, backend):
     B = rng.integers(0, 8, size=200).astype(np.int32)
     V = rng.integers(1, 1 << 20, size=200).astype(np.int32)
 
@@ -217,7 +217,7 @@ def test_integer_atomics(rng):
         np.testing.assert_array_equal(g.numpy(), w)
 
 
-def test_multiple_returns_constants_and_none(rng):
+def test_multiple_returns_constants_and_none(rng, backend):
     X = rand(rng, 9)
 
     @em.compile
@@ -235,7 +235,7 @@ def test_multiple_returns_constants_and_none(rng):
     assert g(X) is None
 
 
-def test_inputs_outputs_and_copies(rng):
+def test_inputs_outputs_and_copies(rng, backend):
     @em.compile
     def ident(X: em.f32["N", 2]):
         return X
@@ -257,7 +257,7 @@ def test_inputs_outputs_and_copies(rng):
     np.testing.assert_array_equal(flip(P).numpy(), ~P)
 
 
-def test_call_time_errors(rng):
+def test_call_time_errors(rng, backend):
     @em.compile
     def f(X: em.f32["N", 3], V: em.f32["N", 3], k: em.i32, s: em.f32):
         return X + V * s + k
@@ -307,7 +307,7 @@ def test_introspection(rng):
     np.testing.assert_allclose(f(X, X).numpy(), np.sqrt(2 * X * X), rtol=1e-6)
 
 
-def test_numpy_arguments_are_not_copied(rng):
+def test_numpy_arguments_are_not_copied(rng, backend):
     from ember._tensor import from_numpy_arg
     a = rand(rng, 6, 2)
     t = from_numpy_arg(a, em.f32)
@@ -325,7 +325,7 @@ def test_numpy_arguments_are_not_copied(rng):
     assert X[0] == 42.0
 
 
-def test_scalar_casts_wrap_like_c(rng):
+def test_scalar_casts_wrap_like_c(rng, backend):
     @em.compile
     def f(X: em.i32["N"]):
         return X + em.i32(2 ** 32 - 1), em.u32(-1) + em.u32(X), em.f32(3) * X, em.i32(2.9) + X

@@ -33,7 +33,7 @@ RESHAPES = [((4, 6), (3, 8)), ((4, 6), (24,)), ((4, 6), (-1,)), ((2, 3, 4), (6, 
 
 
 @pytest.mark.parametrize("src,dst", RESHAPES, ids=[f"{s}->{d}" for s, d in RESHAPES])
-def test_reshape(rng, src, dst):
+def test_reshape(rng, backend, src, dst):
     X = rand(rng, *src)
 
     @em.compile
@@ -42,7 +42,7 @@ def test_reshape(rng, src, dst):
     check(f(X), (X.reshape(dst), X.reshape(dst), np.exp(X).reshape(dst) * 2), rtol=2e-5)
 
 
-def test_reshape_forms_and_symbolic_dims(rng):
+def test_reshape_forms_and_symbolic_dims(rng, backend):
     X = rand(rng, 5, 3)
 
     @em.compile
@@ -61,7 +61,7 @@ AXES = [None, (1, 0, 2), (2, 0, 1), (0, 2, 1), (-1, 0, 1)]
 
 
 @pytest.mark.parametrize("axes", AXES, ids=str)
-def test_transpose(rng, axes):
+def test_transpose(rng, backend, axes):
     X = rand(rng, 3, 4, 5)
 
     @em.compile
@@ -80,7 +80,7 @@ def test_T_and_transpose_method(rng):
     check(f(X, Y), (X.T, (X * 3).T, Y.T, Y.transpose(1, 2, 0), Y.transpose(2, 1, 0)))
 
 
-def test_squeeze_unsqueeze(rng):
+def test_squeeze_unsqueeze(rng, backend):
     X = rand(rng, 1, 4, 1, 3)
 
     @em.compile
@@ -93,7 +93,7 @@ def test_squeeze_unsqueeze(rng):
                  np.expand_dims(E, 0), np.expand_dims(X, -1), np.expand_dims(np.squeeze(X), 1)), rtol=2e-5)
 
 
-def test_symbolic_steps(rng):
+def test_symbolic_steps(rng, backend):
     X = rand(rng, 7, 4)
 
     @em.compile
@@ -103,7 +103,7 @@ def test_symbolic_steps(rng):
         check(f(x), (x[::-1], x[::2, ::-3], x[::-2] * 2, x[::-1] + x))
 
 
-def test_flip(rng):
+def test_flip(rng, backend):
     X = rand(rng, 5, 4, 3)
 
     @em.compile
@@ -113,7 +113,7 @@ def test_flip(rng):
           rtol=2e-5)
 
 
-def test_concat(rng):
+def test_concat(rng, backend):
     A, B, C = rand(rng, 4, 2), rand(rng, 4, 3), rand(rng, 4, 1)
     I = rng.integers(1, 9, size=(4, 2)).astype(np.int32)
 
@@ -127,7 +127,7 @@ def test_concat(rng):
     assert got[2].dtype == em.f32 and got[3].dtype == em.i32
 
 
-def test_stack(rng):
+def test_stack(rng, backend):
     A, B = rand(rng, 3, 4), rand(rng, 3, 4)
 
     @em.compile
@@ -136,7 +136,7 @@ def test_stack(rng):
     check(f(A, B), (np.stack([A, B]), np.stack([A, B, A * B], 1), np.stack([np.sqrt(np.abs(A)), B], -1)), rtol=2e-5)
 
 
-def test_repeat(rng):
+def test_repeat(rng, backend):
     X = rand(rng, 3, 4)
 
     @em.compile
@@ -145,7 +145,7 @@ def test_repeat(rng):
     check(f(X), (np.repeat(X, 2, 0), np.repeat(X, 3, 1), np.repeat(X, 2), np.exp(X)), rtol=2e-5)
 
 
-def test_broadcast_to(rng):
+def test_broadcast_to(rng, backend):
     r, c = rand(rng, 4), rand(rng, 3, 1)
 
     @em.compile
@@ -156,7 +156,7 @@ def test_broadcast_to(rng):
                          np.full((2,), 2.5)), rtol=2e-5)
 
 
-def test_slicing_steps_and_negative_bounds(rng):
+def test_slicing_steps_and_negative_bounds(rng, backend):
     X = rand(rng, 7, 6)
     cases = [lambda x: x[::-1], lambda x: x[5:1:-2], lambda x: x[-3:], lambda x: x[-1], lambda x: x[:, -1],
              lambda x: x[-2, ::-2], lambda x: x[1:-1, -5:-1:2], lambda x: x[::3, ::-4], lambda x: x[100:],
@@ -191,7 +191,7 @@ CHAINS = {
 
 
 @pytest.mark.parametrize("name", list(CHAINS))
-def test_elementwise_chain_through_remaps_is_one_kernel(rng, name):
+def test_elementwise_chain_through_remaps_is_one_kernel(rng, backend, name):
     fn, ref = CHAINS[name]
     X = rand(rng, 4, 6)
 
@@ -202,7 +202,7 @@ def test_elementwise_chain_through_remaps_is_one_kernel(rng, name):
     assert f.kernel_count == 1, f.ir()
 
 
-def test_chain_with_symbolic_dims_is_one_kernel(rng):
+def test_chain_with_symbolic_dims_is_one_kernel(rng, backend):
     @em.compile
     def f(X: em.f32["N", 4]):
         y = em.concat([em.exp(X), em.flip(X, 0)], axis=1)       # [N, 8]
@@ -214,7 +214,7 @@ def test_chain_with_symbolic_dims_is_one_kernel(rng):
     assert f.kernel_count == 1, f.ir()
 
 
-def test_concat_along_a_symbolic_axis_is_one_kernel(rng):
+def test_concat_along_a_symbolic_axis_is_one_kernel(rng, backend):
     @em.compile
     def f(X: em.f32["N", 5]):
         return em.concat([em.exp(X), em.sin(X)], axis=0) * 2.0
@@ -223,7 +223,7 @@ def test_concat_along_a_symbolic_axis_is_one_kernel(rng):
     assert f.kernel_count == 1, f.ir()
 
 
-def test_reduction_of_a_remap(rng):
+def test_reduction_of_a_remap(rng, backend):
     X = rand(rng, 4, 6)
 
     @em.compile

@@ -1,0 +1,144 @@
+// The Vulkan backend: every kernel of the lowered program is printed as its own compute shader
+// (glsl dialect for "vulkan", hlsl for "vulkan-hlsl"), compiled to SPIR-V by shaderc through
+// the compile cache, and made a pipeline; the returned runner dispatches them while the
+// interpreter runs the host plan. EMBER_DEBUG=time prints per-shader times.
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+
+#include "backends/compile_cache.h"
+#include "backends/vulkan/vulkan.h"
+#include "codegen/c_printer.h"
+
+namespace ember::vk {
+
+namespace {
+
+bool debug_time() {
+  const char* d = std::getenv("EMBER_DEBUG");
+  return d && std::strstr(d, "time");
+}
+bool log_info() {
+  const char* e = std::getenv("EMBER_LOG");
+  return e && std::strcmp(e, "info") == 0;
+}
+double ms_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
+}
+
+// Which memory slots a kernel reads and writes.
+void accesses(const Node* kernel, KernelBinary& kb) {
+  kb.reads.assign(kernel->memories.size(), 0);
+  kb.writes.assign(kernel->memories.size(), 0);
+  auto slot = [&](const Node* m) -> int {
+    for (size_t i = 0; i < kernel->memories.size(); ++i)
+      if (kernel->memories[i] == m) return static_cast<int>(i);
+    return -1;
+  };
+  struct Walk {
+    static void run(const Node* s, const std::function<void(const Node*)>& f) {
+      for (const Node* c = s->first_child; c; c = c->next) {
+        f(c);
+        if (c->first_child) run(c, f);
+      }
+    }
+  };
+  bool unknown = false;
+  Walk::run(kernel, [&](const Node* n) {
+    if (n->op != Op::load && n->op != Op::store && n->op != Op::atomic) return;
+    int s = slot(n->operand(0));
+    if (s < 0) { unknown = true; return; }
+    if (n->op != Op::store) kb.reads[static_cast<size_t>(s)] = 1;
+    if (n->op != Op::load) kb.writes[static_cast<size_t>(s)] = 1;
+  });
+  if (unknown) kb.reads.clear(), kb.writes.clear();  // conservative: every memory both ways
+}
+
+class VulkanBackend : public Backend {
+ public:
+  explicit VulkanBackend(Language lang) : lang_(lang) { context(); }  // throws BackendError when no device
+
+  const char* name() const override { return lang_ == Language::hlsl ? "vulkan-hlsl" : "vulkan"; }
+  // For now one GPU thread runs a whole workgroup, as on the CPU (correct, not fast); native
+  // workgroups (shared memory, barrier()) are the next step.
+  bool lowers_groups() const override { return true; }
+
+  std::string source(const Program& p) override {
+    std::string out;
+    for (const Node* k : program_kernels(p)) {
+      const Dialect& d = kernel_dialect(lang_, kernel_layout(k, lang_));
+      out += (out.empty() ? "" : "\n") + shader_source(generate_kernel(k, d), d);
+    }
+    return out;
+  }
+
+  std::unique_ptr<KernelRunner> compile(const Program& p, CompileInfo& info) override {
+    const bool show_time = debug_time();
+    std::unordered_map<int, KernelBinary> kernels;
+    bool all_hit = true, any_created = false;
+    std::string keys;
+    info.codegen_ms = info.compile_ms = 0;
+    for (const Node* k : program_kernels(p)) {
+      auto t0 = std::chrono::steady_clock::now();
+      const KernelLayout layout = kernel_layout(k, lang_);
+      const Dialect& d = kernel_dialect(lang_, layout);
+      const GeneratedKernel g = generate_kernel(k, d);
+      const std::string src = shader_source(g, d);
+      const std::string entry = lang_ == Language::hlsl ? g.symbol : "main";
+      const double gen_ms = ms_since(t0);
+      auto t1 = std::chrono::steady_clock::now();
+      bool hit = false, created = false;
+      auto spirv = compile_spirv(src, lang_, entry, &hit);
+      const double spirv_ms = ms_since(t1);
+      auto t2 = std::chrono::steady_clock::now();
+      const int bindings = static_cast<int>(k->memories.size()) + (layout.params_in_buffer ? 1 : 0);
+      const uint32_t push = layout.params_in_buffer ? 0u : static_cast<uint32_t>((k->params.size() + kGpuHeaderWords) * 4);
+      KernelBinary kb;
+      kb.pipeline = make_pipeline(*spirv, entry, bindings, push, &created);
+      kb.params_in_buffer = layout.params_in_buffer;
+      accesses(k, kb);
+      find_loops(k, kb);
+      const double pipe_ms = ms_since(t2);
+      EMBER_INTERNAL_ASSERT(!kernels.count(k->index), "two kernels share the id #" << k->index);
+      kernels.emplace(k->index, std::move(kb));
+      info.codegen_ms += gen_ms;
+      info.compile_ms += spirv_ms + pipe_ms;
+      all_hit &= hit;
+      any_created |= created;
+      keys += g.symbol + ";";
+      if (show_time)
+        std::fprintf(stderr, "ember: shader %-22s %s->spirv %8.3f ms (%s), pipeline %8.3f ms%s\n", g.symbol.c_str(),
+                     language_name(lang_), spirv_ms, hit ? "cache hit" : "compiled", pipe_ms,
+                     created ? "" : " (in memory)");
+    }
+    if (any_created) {
+      auto t = std::chrono::steady_clock::now();
+      save_pipeline_cache();
+      info.compile_ms += ms_since(t);
+    }
+    info.cache_hit = all_hit;
+    info.cache_key = kernels.empty() ? "" : std::string(name()) + "-" + content_hash(keys);
+
+    // Inputs the program stores into: their device copies are written back after each run.
+    std::vector<int> written;
+    p.for_each([&](Node* n) {
+      if ((n->op == Op::store || n->op == Op::atomic) && n->operand(0)->op == Op::input)
+        written.push_back(n->operand(0)->index);
+    });
+    if (log_info())
+      std::fprintf(stderr, "ember: %s: %zu kernels, compile %.1f ms (cache %s) on %s\n", p.name.c_str(), kernels.size(),
+                   info.codegen_ms + info.compile_ms, info.cache_hit ? "hit" : "miss", context().description.c_str());
+    return make_runner(std::move(kernels), std::move(written));
+  }
+
+ private:
+  Language lang_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_backend(Language lang) { return std::make_unique<VulkanBackend>(lang); }
+
+}  // namespace ember::vk

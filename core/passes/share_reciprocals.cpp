@@ -1,0 +1,40 @@
+#include "core/passes/share_reciprocals.h"
+
+#include <vector>
+
+#include "core/ir/builder.h"
+
+namespace ember {
+
+bool share_reciprocals(Program& p) {
+  std::vector<Node*> denominators;
+  p.for_each([&](Node* n) {
+    // A var is read where it is used, so its value at d is not its value at each division.
+    if (n->dtype != DType::f32 || n->op == Op::constant || n->op == Op::var || n->is_scope()) return;
+    int divisions = 0;
+    for (Node* u : n->users) divisions += u->op == Op::div && u->operand(1) == n && u->operand(0) != n;
+    if (divisions >= 2) denominators.push_back(n);
+  });
+  for (Node* d : denominators) {
+    std::vector<Node*> divs;
+    for (Node* u : d->users)
+      if (u->op == Op::div && u->operand(1) == d && u->operand(0) != d) divs.push_back(u);
+    Builder b(p);
+    b.loc = d->loc;
+    // Right after d, which dominates every division.
+    if (d->next) b.set_insert_before(d->next); else b.set_insert_end(d->parent);
+    Node* one = b.f32(1.0f);
+    Node* r = b.raw(Op::div, DType::f32, d->shape, {one, d});
+    for (Node* dv : divs) {
+      Builder m(p);
+      m.set_insert_before(dv);
+      m.loc = dv->loc;
+      Node* prod = m.raw(Op::mul, DType::f32, dv->shape, {dv->operand(0), r});
+      p.replace_all_uses(dv, prod);
+      p.erase(dv);
+    }
+  }
+  return !denominators.empty();
+}
+
+}  // namespace ember
