@@ -59,15 +59,28 @@ class KernelPrinter {
     depth_ = 2;
     if (d_.wide_addresses) find_wide_addresses();
     if (!d_.stage_fill.empty()) staging_ = find_staging(k_);
+    rows_ = k_->rank() >= 2 && !d_.rows_open.empty();
     block(k_, 0);
     std::string body = std::move(out_);
+    // Columns 1 .. len-2 of a periodic stencil never wrap: a second copy of the body with the
+    // wrap selects resolved runs them, so their loads are contiguous and vectorize.
+    std::string interior;
+    if (rows_ && has_edge_selects()) {
+      const int cost = cost_;
+      interior_ = true;
+      block(k_, 0);
+      interior_ = false;
+      interior = std::move(out_);
+      out_.clear();
+      cost_ = cost;
+    }
     GeneratedKernel g;
     g.kernel = k_;
-    std::string hash_text = assemble("ember_kernel", body);
+    std::string hash_text = assemble("ember_kernel", body, interior);
     char hex[9];
     std::snprintf(hex, sizeof hex, "%08x", static_cast<unsigned>(fnv1a64(hash_text) & 0xffffffffu));
     g.symbol = "ember_k" + std::to_string(k_->index < 0 ? 0 : k_->index) + "_" + hex;
-    g.source = assemble(g.symbol, body);
+    g.source = assemble(g.symbol, body, interior);
     return g;
   }
 
@@ -168,7 +181,41 @@ class KernelPrinter {
   std::string wide_ref(const Node* o) const {
     if (o->op == Op::constant || wide_.count(o)) return ref(o);
     if (o->op == Op::loop) return ref(o) + "k";
+    if (rows_ && o->op == Op::index && o->axis == k_->rank() - 1) return "col";
     return fill(d_.index_from_i32, {{"0", ref(o)}});
+  }
+
+  bool last_coord(const Node* n) const { return n->op == Op::index && n->axis == k_->rank() - 1; }
+
+  // For `select(c1 + 1 >= W, c1 + 1 - W, c1 + 1)` and `select(c1 - 1 < 0, c1 - 1 + W, c1 - 1)`
+  // on the last coordinate (lower_indexing's periodic neighbours): its value inside the row
+  // interior, as an index_type expression; "" for any other node.
+  std::string edge_select(const Node* n) const {
+    if (n->op != Op::select) return "";
+    const Node* c = n->operand(0);
+    const Node* t = n->operand(2);
+    if (c->operand(0) != t || (t->op != Op::add && t->op != Op::sub)) return "";
+    const Node* x = t->operand(0);
+    const Node* step = t->operand(1);
+    if (t->op == Op::add && x->op == Op::constant) std::swap(x, step);
+    if (!last_coord(x) || step->op != Op::constant) return "";
+    const int32_t d = t->op == Op::sub ? -step->i() : step->i();
+    if (c->op == Op::ge && d == 1 && same_dim(c->operand(1), k_->shape.back())) return "(col + 1)";
+    if (c->op == Op::lt && d == -1 && c->operand(1)->op == Op::constant && c->operand(1)->i() == 0)
+      return "(col - 1)";
+    return "";
+  }
+
+  bool has_edge_selects() const {
+    bool found = false;
+    std::function<void(const Node*)> walk = [&](const Node* s) {
+      for (const Node* c = s->first_child; c && !found; c = c->next) {
+        found |= !edge_select(c).empty();
+        walk(c);
+      }
+    };
+    walk(k_);
+    return found;
   }
 
   std::string elementwise(const Node* n) const {
@@ -259,6 +306,10 @@ class KernelPrinter {
       case Op::atan2: case Op::min: case Op::max: case Op::eq: case Op::ne: case Op::lt: case Op::le:
       case Op::gt: case Op::ge: case Op::land: case Op::lor: case Op::band: case Op::bor:
       case Op::bxor: case Op::shl: case Op::shr: case Op::select:
+        if (interior_ && n->op == Op::select) {
+          std::string e = edge_select(n);
+          if (!e.empty()) { names_[n] = e; break; }
+        }
         value(n, elementwise(n));
         break;
       case Op::load: {
@@ -354,7 +405,7 @@ class KernelPrinter {
         break;
       }
       case Op::program: case Op::input: case Op::scalar_arg: case Op::shape_arg: case Op::buffer:
-      case Op::reduce: case Op::scan: case Op::kernel: case Op::output: case Op::count_:
+      case Op::reduce: case Op::scan: case Op::kernel: case Op::output: case Op::move_memory: case Op::count_:
         EMBER_INTERNAL_ASSERT(false, op_name(n->op) << " cannot appear inside kernel #" << k_->index
                                                     << " at code generation (run the whole pipeline)");
     }
@@ -403,7 +454,28 @@ class KernelPrinter {
     return fill(d_.index_from_i32, {{"0", ref(d)}});
   }
 
-  std::string assemble(const std::string& symbol, const std::string& body) {
+  // Appends a body printed at depth 2 at depth 3.
+  void indented(const std::string& body) {
+    for (size_t i = 0; i < body.size();) {
+      size_t e = body.find('\n', i);
+      if (e == std::string::npos) e = body.size();
+      if (body[i] != '#') out_ += "  ";
+      out_.append(body, i, e - i + 1);
+      i = e + 1;
+    }
+  }
+
+  // One column loop over [lo, hi) running `body`.
+  void columns(const std::string& lo, const std::string& hi, const std::string& last, const std::string& body) {
+    line(fill(d_.cols_open, {{"tid", "tid"}, {"len", "len"}, {"lo", lo}, {"hi", hi}}));
+    depth_ = 3;
+    if (!last.empty()) line(last);
+    indented(body);
+    depth_ = 2;
+    line(d_.block_close);
+  }
+
+  std::string assemble(const std::string& symbol, const std::string& body, const std::string& interior) {
     std::string saved = std::move(out_);
     out_.clear();
     int saved_depth = depth_;
@@ -438,25 +510,41 @@ class KernelPrinter {
                                 {"lanes", std::to_string(sg.stride)}, {"n", row + "n"},
                                 {"mem", ref(sg.memory)}, {"begin", begin}}));
     }
+    // Kernels of rank >= 2 may run as rows x columns (Dialect::rows_open): coordinates of the
+    // leading axes come from the row, the last one is the column (no division per thread).
+    const bool rows = rows_;
+    const int last = k_->rank() - 1;
+    const char* flat = rows ? "row" : "tid";
+    if (rows) {
+      int64_t v;
+      std::string len = dim(last, &v);
+      line(fill(d_.decl_const, {{"T", d_.index_type}, {"name", "len"}, {"e", len}}));
+    }
     // Row-major strides of the used axes: stride(a) = product of the dims after a.
     std::vector<std::string> coords;
+    std::string last_coord;
     for (int a : axes_) {
       EMBER_INTERNAL_ASSERT(a >= 0 && a < k_->rank(), "index axis " << a << " outside kernel #" << k_->index);
+      if (rows && a == last) {
+        last_coord = fill(d_.decl_const, {{"T", type(DType::i32)}, {"name", "c" + std::to_string(a)},
+                                          {"e", fill(d_.i32_from_index, {{"0", "col"}})}});
+        continue;
+      }
       int64_t known = 1;
       std::string symbolic;
-      for (int j = a + 1; j < k_->rank(); ++j) {
+      for (int j = a + 1; j < (rows ? last : k_->rank()); ++j) {
         int64_t v;
         std::string e = dim(j, &v);
         if (v >= 0) known *= v; else symbolic += (symbolic.empty() ? "" : " * ") + e;
       }
-      std::string q = "tid";
+      std::string q = flat;
       if (!symbolic.empty()) {
         std::string s = "s" + std::to_string(a);
         if (known != 1) symbolic += " * " + std::to_string(known);
         line(fill(d_.decl_const, {{"T", d_.index_type}, {"name", s}, {"e", symbolic}}));
-        q = "(tid / " + s + ")";
+        q = "(" + q + " / " + s + ")";
       } else if (known != 1) {
-        q = "(tid / " + std::to_string(known) + ")";
+        q = "(" + q + " / " + std::to_string(known) + ")";
       }
       if (a > 0) {
         int64_t v;
@@ -466,12 +554,35 @@ class KernelPrinter {
                                             {"e", fill(d_.i32_from_index, {{"0", q}})}}));
     }
     int threshold = has_loop_ ? 2 : std::clamp(16384 / std::max(cost_, 1), 16, 4096);
-    line(fill(d_.threads_open, {{"tid", "tid"}, {"threshold", std::to_string(threshold)}}));
-    depth_ = 2;
-    for (const std::string& c : coords) line(c);
-    out_ += body;
-    depth_ = 1;
-    line(fill(d_.threads_close, {{"tid", "tid"}}));
+    if (rows) {
+      line(fill(d_.rows_open, {{"tid", "tid"}, {"len", "len"}, {"threshold", std::to_string(threshold)}}));
+      depth_ = 2;
+      for (const std::string& c : coords) line(c);
+      auto decl = [&](const char* name, const std::string& e) {
+        line(fill(d_.decl_const, {{"T", d_.index_type}, {"name", name}, {"e", e}}));
+      };
+      decl("col_begin", "begin > row * len ? begin - row * len : 0");
+      decl("col_end", "end - row * len < len ? end - row * len : len");
+      if (interior.empty()) {
+        columns("col_begin", "col_end", last_coord, body);
+      } else {  // [begin, 1) and [len - 1, end) wrap; [1, len - 1) does not
+        decl("in_lo", "col_begin > 1 ? col_begin : 1");
+        decl("in_hi", "col_end < len - 1 ? col_end : len - 1");
+        decl("edge_lo", "len - 1 > in_lo ? len - 1 : in_lo");
+        columns("col_begin", "(col_end < in_lo ? col_end : in_lo)", last_coord, body);
+        columns("in_lo", "in_hi", last_coord, interior);
+        columns("edge_lo", "col_end", last_coord, body);
+      }
+      depth_ = 1;
+      line(d_.block_close);
+    } else {
+      line(fill(d_.threads_open, {{"tid", "tid"}, {"threshold", std::to_string(threshold)}}));
+      depth_ = 2;
+      for (const std::string& c : coords) line(c);
+      out_ += body;
+      depth_ = 1;
+      line(fill(d_.threads_close, {{"tid", "tid"}}));
+    }
     depth_ = 0;
     line(d_.kernel_close);
     std::string text = std::move(out_);
@@ -484,6 +595,8 @@ class KernelPrinter {
   const Dialect& d_;
   std::unordered_map<const Node*, std::string> names_;
   std::unordered_set<const Node*> wide_;  // address arithmetic printed in index_type
+  bool rows_ = false;      // rows x columns thread loops (Dialect::rows_open)
+  bool interior_ = false;  // printing the row-interior copy of the body
   Staging staging_;                       // loads read from a per-launch SoA copy
   std::set<int> axes_;
   int next_value_ = 0;

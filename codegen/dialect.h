@@ -120,6 +120,13 @@ struct Dialect {
   std::string param_word;        // the 32-bit word of param {i}; bitcast[u32][dtype] applied
   std::string threads_open;      // opens the per-thread scope defining {tid}; {threshold}
   std::string threads_close;
+  // Optional rows x columns form for kernels of rank >= 2, replacing threads_open/close:
+  // rows_open opens a (parallel) loop over `row` covering threads [begin, end) with rows of
+  // {len} threads; cols_open opens a loop over `col` in [{lo}, {hi}) and defines {tid} (a row
+  // may be split into edge and interior column ranges). Each is closed by block_close. Empty:
+  // every kernel uses threads_open.
+  std::string rows_open;
+  std::string cols_open;
   std::string kernel_close = "}";
 };
 

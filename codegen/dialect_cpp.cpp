@@ -205,6 +205,12 @@ Dialect make_cpp() {
       "#pragma omp parallel for schedule(static) if (end - begin >= {threshold})\n"
       "for (int64_t {tid} = begin; {tid} < end; ++{tid}) {";
   d.threads_close = "}";
+  d.rows_open =
+      "#pragma omp parallel for schedule(static) if (end - begin >= {threshold})\n"
+      "for (int64_t row = begin / {len}; row < (end + {len} - 1) / {len}; ++row) {";
+  d.cols_open =
+      "for (int64_t col = {lo}; col < {hi}; ++col) {\n"
+      "  const int64_t {tid} = row * {len} + col;";
   return d;
 }
 

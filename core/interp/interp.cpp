@@ -244,6 +244,7 @@ Flow Machine::exec_host(const Node* n) {
     case Op::var: host_var(n, false); break;
     case Op::set: host_var(n, true); break;
     case Op::output: host_output(n); break;
+    case Op::move_memory: h.tensor = false; hv(n->operand(0)).t = hv(n->operand(1)).t; break;
     case Op::break_: return Flow::brk;
     case Op::continue_: return Flow::cont;
     case Op::loop: {

@@ -18,7 +18,7 @@ bool root_effect(const Node* n) {
   switch (n->op) {
     case Op::store: return !unread_buffer(n->operand(0));
     // A set matters only if its var is read by something live (marked through the var below).
-    case Op::atomic: case Op::output: case Op::barrier: return true;
+    case Op::atomic: case Op::output: case Op::barrier: case Op::move_memory: return true;
     case Op::input: case Op::scalar_arg: case Op::shape_arg: case Op::constant: return true;
     default: return false;
   }

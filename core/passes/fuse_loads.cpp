@@ -208,6 +208,14 @@ bool fuse_one(Program& p, Node* load, const std::unordered_map<const Node*, int>
   int64_t cost = cone.cost();
   if (cost > kMaxRecomputeCost) return false;
   if (cost > kCheapRecomputeCost && !recomputes_each_element_once(load, buf->shape)) return false;
+  // An expensive producer read at several places by one consumer (a stencil's neighbours)
+  // would be recomputed per neighbour, so it stays stored; and once it is stored anyway, its
+  // other consumers load it too instead of recomputing it.
+  if (cost > kCheapRecomputeCost) {
+    std::unordered_map<const Node*, int> loads_per_kernel;
+    for (Node* u : buf->users)
+      if (u->op == Op::load && ++loads_per_kernel[u->enclosing_kernel()] > 1) return false;
+  }
   // A consumer inside a host loop that the producer is outside of would recompute every
   // iteration (the divergence of a fluid step inside its Jacobi loop).
   for (Node* s = k2->parent; s && cost > kCheapRecomputeCost; s = s->parent)

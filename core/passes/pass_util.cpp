@@ -37,6 +37,10 @@ void memory_effects(const Node* n, std::unordered_set<const Node*>* reads, std::
     if (x->op == Op::load && reads) reads->insert(x->operand(0));
     if ((x->op == Op::store || x->op == Op::atomic) && writes) writes->insert(x->operand(0));
     if (x->op == Op::atomic && reads) reads->insert(x->operand(0));
+    if (x->op == Op::move_memory) {
+      if (writes) writes->insert(x->operand(0));
+      if (reads) reads->insert(x->operand(1));
+    }
   });
 }
 

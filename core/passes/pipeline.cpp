@@ -11,6 +11,7 @@
 #include "core/passes/cse.h"
 #include "core/passes/dce.h"
 #include "core/passes/form_kernels.h"
+#include "core/passes/forward_copies.h"
 #include "core/passes/fuse_kernels.h"
 #include "core/passes/fuse_loads.h"
 #include "core/passes/lower_algorithms.h"
@@ -47,6 +48,7 @@ const std::vector<Step>& steps() {
       {{"unroll_loops", unroll_loops}, false},
       {{"cleanup", nullptr}, true},  // shares the unrolled loads with the rest of the thread
       {{"share_reciprocals", share_reciprocals}, false},
+      {{"forward_copies", forward_copies}, false},
       {{"form_kernels", form_kernels}, false},
       {{"lower_indexing", lower_indexing}, false},
       {{"lower_group_barriers", lower_group_barriers}, false, true},

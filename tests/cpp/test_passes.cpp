@@ -60,7 +60,7 @@ TEST(Pipeline, ListsEveryPassOnce) {
   std::vector<std::string> names;
   for (const PassInfo& p : pipeline_passes()) names.push_back(p.name);
   std::vector<std::string> want = {"check_shapes", "lower_algorithms", "simplify", "cse", "dce", "fuse_kernels",
-                                   "fuse_loads", "merge_kernels", "unroll_small_dims", "unroll_loops", "share_reciprocals",
+                                   "fuse_loads", "merge_kernels", "unroll_small_dims", "unroll_loops", "share_reciprocals", "forward_copies",
                                    "form_kernels", "lower_indexing", "lower_group_barriers", "split_host"};
   EXPECT_EQ(names, want);
 }

@@ -1,0 +1,11 @@
+// A kernel that only copies a buffer allocated in its own scope into another buffer of the same
+// shape, when the source is not used afterwards (the `p.val = new_p` of a Jacobi loop), becomes
+// a host move_memory: the destination takes over the source's storage and no data moves.
+#pragma once
+#include "core/ir/node.h"
+
+namespace ember {
+
+bool forward_copies(Program& p);
+
+}  // namespace ember
