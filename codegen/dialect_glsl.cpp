@@ -1,5 +1,6 @@
 // The `glsl` dialect: GLSL 4.50 compute shaders for Vulkan (through shaderc) and, as a variant,
-// OpenGL 4.5 core. Each kernel is its own shader. Helpers in the prelude reproduce
+// OpenGL 4.5 core. Each kernel is its own shader. Helpers in the prelude (shared with HLSL:
+// codegen/shader_helpers.cpp) reproduce
 // core/ir/eval.cpp where GLSL leaves results undefined or differs: floor div/mod with x/0 == 0
 // (computed on magnitudes in uint, so no signed `/` or `%` of negative operands is ever
 // executed), shifts by >= 32, saturating float->int conversion, fmin/fmax returning the non-NaN
@@ -15,137 +16,18 @@
 #include <mutex>
 
 #include "codegen/dialect.h"
+#include "codegen/shader_helpers.h"
 
 namespace ember {
 
 namespace {
 
-const char* kGlslHelpers = R"(bool ember_isnan(float x) { return (floatBitsToUint(x) & 0x7fffffffu) > 0x7f800000u; }
-bool ember_isinf(float x) { return (floatBitsToUint(x) & 0x7fffffffu) == 0x7f800000u; }
-#define ember_nan uintBitsToFloat(0x7fc00000u)
-#define ember_inf uintBitsToFloat(0x7f800000u)
-int ember_div(int a, int b) {
-  if (b == 0) return 0;
-  uint ua = a < 0 ? uint(-a) : uint(a), ub = b < 0 ? uint(-b) : uint(b);
-  uint q = ua / ub;
-  if ((a < 0) == (b < 0)) return int(q);
-  return -int(q) - (ua - q * ub != 0u ? 1 : 0);
-}
-uint ember_div(uint a, uint b) { return b == 0u ? 0u : a / b; }
-int ember_mod(int a, int b) {
-  if (b == 0) return 0;
-  uint ua = a < 0 ? uint(-a) : uint(a), ub = b < 0 ? uint(-b) : uint(b);
-  int r = int(ua % ub);
-  if (a < 0) r = -r;
-  if (r != 0 && ((r < 0) != (b < 0))) r += b;
-  return r;
-}
-uint ember_mod(uint a, uint b) { return b == 0u ? 0u : a % b; }
-float ember_mod(float a, float b) {
-  precise float r = a - b * floor(a / b);  // unfused, as the CPU backend computes it
-  return r;
-}
-int ember_shl(int a, int b) { return uint(b) < 32u ? a << b : 0; }
-uint ember_shl(uint a, uint b) { return b < 32u ? a << b : 0u; }
-int ember_shr(int a, int b) { return uint(b) < 32u ? a >> b : (a < 0 ? -1 : 0); }
-uint ember_shr(uint a, uint b) { return b < 32u ? a >> b : 0u; }
-int ember_f2i(float f) {
-  if (ember_isnan(f)) return 0;
-  if (f >= 2147483647.0) return 2147483647;
-  if (f <= -2147483648.0) return -2147483647 - 1;
-  return int(f);
-}
-uint ember_f2u(float f) {
-  if (ember_isnan(f) || f <= 0.0) return 0u;
-  if (f >= 4294967295.0) return 4294967295u;
-  return uint(f);
-}
-// min/max as core/ir/eval.cpp computes them (the non-NaN operand; y when equal, so -0/+0 keep
-// their sign); selected on the words so no optimizer turns them into a min/max builtin.
-float ember_fmin(float x, float y) { return uintBitsToFloat(ember_isnan(y) || x < y ? floatBitsToUint(x) : floatBitsToUint(y)); }
-float ember_fmax(float x, float y) { return uintBitsToFloat(ember_isnan(y) || x > y ? floatBitsToUint(x) : floatBitsToUint(y)); }
-float ember_sqrt(float x) { return x < 0.0 ? ember_nan : sqrt(x); }
-float ember_log(float x) { return x < 0.0 ? ember_nan : (x == 0.0 ? -ember_inf : log(x)); }
-float ember_log2(float x) { return x < 0.0 ? ember_nan : (x == 0.0 ? -ember_inf : log2(x)); }
-// +-1 from the sign bit, +0 for zeros and NaN (as eval.cpp); built from the word so that no
-// optimizer turns it into a sign builtin (llvmpipe's returns -0 for 0 and NaN).
-float ember_sign(float x) {
-  uint w = floatBitsToUint(x);
-  return uintBitsToFloat((w & 0x7fffffffu) == 0u || ember_isnan(x) ? 0u : ((w & 0x80000000u) | 0x3f800000u));
-}
-// asin/acos as in Cephes asinf/acosf (about 1 ulp; driver builtins may be far coarser).
-float ember_asin_poly(float z) {
-  return ((((4.2163199048e-2 * z + 2.4181311049e-2) * z + 4.5470025998e-2) * z + 7.4953002686e-2) * z +
-          1.6666752422e-1) * z;
-}
-float ember_asin(float x) {
-  float a = abs(x), r;
-  if (!(a <= 1.0)) return ember_nan;
-  if (a > 0.5) {
-    float z = 0.5 * (1.0 - a), s = sqrt(z);
-    r = 1.57079632679 - 2.0 * (s + s * ember_asin_poly(z));
-  } else {
-    r = a < 1e-4 ? a : a + a * ember_asin_poly(a * a);
-  }
-  return x < 0.0 ? -r : r;
-}
-float ember_acos(float x) {
-  if (!(abs(x) <= 1.0)) return ember_nan;
-  if (x < -0.5) return 3.14159265359 - 2.0 * ember_asin(sqrt(0.5 * (1.0 + x)));
-  if (x > 0.5) return 2.0 * ember_asin(sqrt(0.5 * (1.0 - x)));
-  return 1.57079632679 - ember_asin(x);
-}
-// atan as in Cephes atanf (about 1 ulp); atan2 from it with C's special cases.
-float ember_atan(float x) {
-  if (ember_isnan(x)) return x;
-  float a = abs(x), r = 0.0, z = a;
-  if (a > 2.414213562) {
-    r = 1.570796327;
-    z = -1.0 / a;
-  } else if (a > 0.4142135624) {
-    r = 0.7853981634;
-    z = (a - 1.0) / (a + 1.0);
-  }
-  float zz = z * z;
-  r += (((8.05374449538e-2 * zz - 1.38776856032e-1) * zz + 1.99777106478e-1) * zz - 3.33329491539e-1) * zz * z + z;
-  return x < 0.0 ? -r : r;
-}
-float ember_atan2(float y, float x) {
-  if (ember_isnan(x) || ember_isnan(y)) return ember_nan;
-  const float pi = 3.141592654;
-  bool neg_y = floatBitsToUint(y) >= 0x80000000u, neg_x = floatBitsToUint(x) >= 0x80000000u;
-  float r;
-  if (y == 0.0) r = neg_x ? pi : 0.0;
-  else if (x == 0.0) r = 0.5 * pi;
-  else if (ember_isinf(x) && ember_isinf(y)) r = neg_x ? 0.75 * pi : 0.25 * pi;
-  else {
-    r = ember_atan(abs(y / x));
-    if (neg_x) r = pi - r;
-  }
-  return neg_y ? -r : r;
-}
-float ember_pow(float x, float y) {
-  if (y == 0.0 || x == 1.0) return 1.0;
-  if (ember_isnan(x) || ember_isnan(y)) return ember_nan;
-  float ax = abs(x), r;
-  if (ember_isinf(y)) {
-    if (ax == 1.0) return 1.0;
-    return (ax > 1.0) == (y > 0.0) ? ember_inf : 0.0;
-  }
-  if (ax == 0.0) r = y < 0.0 ? ember_inf : 0.0;
-  else if (ember_isinf(ax)) r = y < 0.0 ? 0.0 : ember_inf;
-  else r = exp2(y * log2(ax));
-  if (floatBitsToUint(x) >= 0x80000000u) {
-    if (floor(y) != y) return (ax == 0.0 || ember_isinf(ax)) ? r : ember_nan;
-    if (abs(y) < 16777216.0 && ember_mod(y, 2.0) == 1.0) r = -r;
-  }
-  return r;
-}
-int ember_step(int k, int s, int e) {  // k + s, or e where that would wrap (ends the loop)
-  int n = k + s;
-  return (s > 0 ? n < k : n > k) ? e : n;
-}
-)";
+// Spelling of the conversions codegen/shader_helpers.cpp uses.
+const char* kGlslHelpers =
+    "#define EMBER_U(x) uint(x)\n"
+    "#define EMBER_I(x) int(x)\n"
+    "#define EMBER_AS_U(x) floatBitsToUint(x)\n"
+    "#define EMBER_AS_F(x) uintBitsToFloat(x)\n";
 
 // `float {name}` = old value of a CAS loop that stores OP(old, val) into word `{mem}[{idx}]`.
 std::string cas_float(const std::string& words, const std::string& op) {
@@ -164,7 +46,7 @@ Dialect make_glsl(const GlslOptions& o) {
   Dialect d;
   d.name = "glsl";
   d.prelude = std::string("#version 450\n") +
-              (o.float_atomic_add ? "#extension GL_EXT_shader_atomic_float : require\n" : "") + kGlslHelpers;
+              (o.float_atomic_add ? "#extension GL_EXT_shader_atomic_float : require\n" : "") + kGlslHelpers + kShaderHelpers;
   // `precise` keeps a * b + c unfused (NoContraction), as the CPU backend's -ffp-contract=off
   // does, so float results match the interpreter's operation for operation.
   d.type = {"void", "precise float", "int", "uint", "bool"};
