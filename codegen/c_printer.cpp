@@ -318,7 +318,7 @@ class KernelPrinter {
           const StagingGroup& g = staging_.groups[static_cast<size_t>(st->second.group)];
           std::string row = "s" + std::to_string(st->second.group);
           mem = row;
-          idx = std::to_string(st->second.lane) + " * " + row + "n + (" + ref(g.loop) + "k - " +
+          idx = std::to_string(st->second.lane) + " * " + row + "s + (" + ref(g.loop) + "k - " +
                 wide_ref(g.loop->operand(0)) + ")";
         }
         DType md = n->operand(0)->dtype;
@@ -506,8 +506,11 @@ class KernelPrinter {
       std::string begin = wide_ref(sg.loop->operand(0)), end = wide_ref(sg.loop->operand(1));
       line(fill(d_.decl_const, {{"T", d_.index_type}, {"name", row + "n"},
                                 {"e", end + " > " + begin + " ? " + end + " - " + begin + " : 0"}}));
+      // Rows a few cache lines more than a power of two apart, so that the loop's s loads
+      // do not all map to the same cache set.
+      line(fill(d_.decl_const, {{"T", d_.index_type}, {"name", row + "s"}, {"e", row + "n + 16"}}));
       line(fill(d_.stage_fill, {{"name", row}, {"T", d_.mem_type[dtype_slot(sg.memory->dtype)]},
-                                {"lanes", std::to_string(sg.stride)}, {"n", row + "n"},
+                                {"lanes", std::to_string(sg.stride)}, {"n", row + "n"}, {"stride", row + "s"},
                                 {"mem", ref(sg.memory)}, {"begin", begin}}));
     }
     // Kernels of rank >= 2 may run as rows x columns (Dialect::rows_open): coordinates of the

@@ -101,10 +101,10 @@ Dialect make_cpp() {
   d.i32_from_index = "(int32_t){0}";
   d.wide_addresses = true;
   d.stage_fill =
-      "std::vector<{T}> {name}_rows((size_t)({lanes} * {n}));\n"
+      "std::vector<{T}> {name}_rows((size_t)({lanes} * {stride}));\n"
       "{T}* const {name} = {name}_rows.data();\n"
       "for (int64_t t = 0; t < {n}; ++t)\n"
-      "  for (int64_t l = 0; l < {lanes}; ++l) {name}[l * {n} + t] = {mem}[{lanes} * ({begin} + t) + l];";
+      "  for (int64_t l = 0; l < {lanes}; ++l) {name}[l * {stride} + t] = {mem}[{lanes} * ({begin} + t) + l];";
 
   // expr[op] = {f32, i32, u32, bool}; "" where core/ir/eval.cpp does not define the op.
   auto set = [&](Op op, const char* f, const char* i, const char* u, const char* b) {
