@@ -1,5 +1,6 @@
 // Backend selection by name (DESIGN §4): "cpu" always; "vulkan" / "vulkan-hlsl" when built with
-// EMBER_WITH_VULKAN and a device exists; "auto" picks the best available device.
+// EMBER_WITH_VULKAN and a device exists; "opengl" when built with EMBER_WITH_OPENGL and a GL 4.5
+// context can be created; "auto" picks the best available device.
 #include "backends/backend.h"
 
 #include <fstream>
@@ -8,6 +9,9 @@
 #include "backends/cpu/cpu.h"
 #ifdef EMBER_WITH_VULKAN
 #include "backends/vulkan/vulkan.h"
+#endif
+#ifdef EMBER_WITH_OPENGL
+#include "backends/opengl/opengl.h"
 #endif
 
 namespace ember {
@@ -29,11 +33,14 @@ std::string cpu_model() {
 }  // namespace
 
 std::vector<std::string> built_backends() {
+  std::vector<std::string> b = {"cpu"};
 #ifdef EMBER_WITH_VULKAN
-  return {"cpu", "vulkan", "vulkan-hlsl"};
-#else
-  return {"cpu"};
+  b.insert(b.end(), {"vulkan", "vulkan-hlsl"});
 #endif
+#ifdef EMBER_WITH_OPENGL
+  b.push_back("opengl");
+#endif
+  return b;
 }
 
 std::string backend_unavailable(const std::string& name) {
@@ -45,7 +52,14 @@ std::string backend_unavailable(const std::string& name) {
     return "ember: backend '" + name + "' is not built into this Ember (configure with -DEMBER_WITH_VULKAN=ON)";
 #endif
   }
-  if (name == "opengl" || name == "cuda") return "ember: backend '" + name + "' is not available in this build";
+  if (name == "opengl") {
+#ifdef EMBER_WITH_OPENGL
+    return gl::unavailable_reason();
+#else
+    return "ember: backend 'opengl' is not built into this Ember (configure with -DEMBER_WITH_OPENGL=ON)";
+#endif
+  }
+  if (name == "cuda") return "ember: backend '" + name + "' is not available in this build";
   return "ember: unknown backend '" + name + "' (expected cpu, vulkan, vulkan-hlsl, opengl, cuda or auto)";
 }
 
@@ -65,6 +79,9 @@ std::unique_ptr<Backend> make_backend(const std::string& name) {
 #ifdef EMBER_WITH_VULKAN
   if (is_vulkan(resolved)) return vk::make_backend(resolved == "vulkan-hlsl" ? vk::Language::hlsl : vk::Language::glsl);
 #endif
+#ifdef EMBER_WITH_OPENGL
+  if (resolved == "opengl") return gl::make_backend();
+#endif
   throw BackendError(backend_unavailable(resolved));
 }
 
@@ -74,6 +91,9 @@ std::string device_info(const std::string& name) {
     return cpu_model() + " (" + std::to_string(std::thread::hardware_concurrency()) + " threads, C++/OpenMP)";
 #ifdef EMBER_WITH_VULKAN
   if (is_vulkan(resolved)) return vk::context().description;
+#endif
+#ifdef EMBER_WITH_OPENGL
+  if (resolved == "opengl") return gl::context().description;
 #endif
   throw BackendError(backend_unavailable(resolved));
 }

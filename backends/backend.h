@@ -31,10 +31,14 @@ class Backend {
   // Whether one thread runs a whole workgroup, so the pipeline lowers barriers away
   // (lower_group_barriers) before code generation.
   virtual bool lowers_groups() const { return false; }
+  // Whether a thread's independent lanes become SIMD code, so the pipeline gives each thread a
+  // register tile of elements (tile_threads).
+  virtual bool tiles_threads() const { return false; }
 };
 
 // "cpu" (always available), "vulkan" (GLSL kernels), "vulkan-hlsl" (the same runtime fed HLSL
-// kernels), "auto". Unknown names and backends without a device throw ember::BackendError.
+// kernels), "opengl" (GL 4.5 compute shaders), "auto". Unknown names and backends without a
+// device throw ember::BackendError.
 std::unique_ptr<Backend> make_backend(const std::string& name);
 
 // The backend "auto" stands for on this machine (DESIGN §4: CUDA, then a GPU Vulkan device,

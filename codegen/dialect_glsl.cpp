@@ -46,7 +46,9 @@ Dialect make_glsl(const GlslOptions& o) {
   Dialect d;
   d.name = "glsl";
   d.prelude = std::string("#version 450\n") +
-              (o.float_atomic_add ? "#extension GL_EXT_shader_atomic_float : require\n" : "") + kGlslHelpers + kShaderHelpers;
+              (!o.float_atomic_add ? ""
+               : o.opengl ? "#extension GL_NV_shader_atomic_float : require\n"
+                          : "#extension GL_EXT_shader_atomic_float : require\n") + kGlslHelpers + kShaderHelpers;
   // `precise` keeps a * b + c unfused (NoContraction), as the CPU backend's -ffp-contract=off
   // does, so float results match the interpreter's operation for operation.
   d.type = {"void", "precise float", "int", "uint", "bool"};
@@ -83,7 +85,8 @@ Dialect make_glsl(const GlslOptions& o) {
   math(Op::atan, "ember_atan({0})");
   math(Op::sinh, "sinh({0})");
   math(Op::cosh, "cosh({0})");
-  math(Op::tanh, "tanh({0})");
+  // Mesa's GLSL tanh clamps its argument (tanh(NaN) = -1); SPIR-V's keeps NaN.
+  math(Op::tanh, o.opengl ? "(ember_isnan({0}) ? {0} : tanh({0}))" : "tanh({0})");
   set(Op::isnan, "ember_isnan({0})", "false", "false", "false");
   set(Op::isinf, "ember_isinf({0})", "false", "false", "false");
   set(Op::add, "({0} + {1})", "({0} + {1})", "({0} + {1})", "({0} || {1})");
@@ -165,7 +168,14 @@ Dialect make_glsl(const GlslOptions& o) {
   const std::string binding = o.opengl ? "layout(std430, binding = " : "layout(std430, set = 0, binding = ";
   d.global_mem_decl = binding + "{i}) buffer EmberM{i} { {T} m{i}[]; };";
   if (fnative) d.global_mem_decl += "\n" + binding + "{i}) buffer EmberW{i} { uint m{i}_w[]; };";
-  if (o.opengl || o.params_in_buffer) {
+  if (o.opengl) {
+    // A uniform block at uniform-buffer binding 0 (a namespace apart from the storage buffers'):
+    // std140 packs uint members 4 bytes apart, so the words lie as in the push constants.
+    d.params_open = "layout(std140, binding = 0) uniform EmberParams {\n  uint threads;\n  uint row;";
+    d.param_decl = "  uint p{i};";
+    d.params_close = "} ember_pc;";
+    d.param_word = "ember_pc.p{i}";
+  } else if (o.params_in_buffer) {
     d.params_open = binding + "{nmem}) readonly buffer EmberParams { uint threads; uint row; uint p[]; } ember_pc;";
     d.param_word = "ember_pc.p[{i}]";
   } else {

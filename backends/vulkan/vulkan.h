@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "backends/backend.h"
+#include "backends/gpu_kernel.h"
 #include "codegen/c_printer.h"
 #include "codegen/dialect.h"
 
@@ -115,14 +116,8 @@ std::shared_ptr<Pipeline> make_pipeline(const std::vector<uint32_t>& spirv, cons
                                         uint32_t push_bytes, bool* created);
 
 // One compiled kernel as the runner dispatches it; reads/writes say which memory slots the
-// kernel loads from and stores or atomically updates (for barriers).
-// A loop of a kernel whose bounds the host knows at dispatch time (constants or params), for
-// drivers that cap the loop iterations of one invocation (Context::loop_limit).
-struct LoopBound {
-  int parent = -1;          // enclosing loop in KernelBinary::loops, -1 at the top
-  int64_t value[3] = {0, 0, 0};  // begin, end, step: constants, or
-  int param[3] = {-1, -1, -1};   // the param slot holding them
-};
+// kernel loads from and stores or atomically updates (for barriers); loops feed
+// Context::loop_limit (backends/gpu_kernel.h).
 struct KernelBinary {
   std::shared_ptr<Pipeline> pipeline;
   bool params_in_buffer = false;

@@ -6,7 +6,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <functional>
 
 #include "backends/compile_cache.h"
 #include "backends/vulkan/vulkan.h"
@@ -26,34 +25,6 @@ bool log_info() {
 }
 double ms_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
-}
-
-// Which memory slots a kernel reads and writes.
-void accesses(const Node* kernel, KernelBinary& kb) {
-  kb.reads.assign(kernel->memories.size(), 0);
-  kb.writes.assign(kernel->memories.size(), 0);
-  auto slot = [&](const Node* m) -> int {
-    for (size_t i = 0; i < kernel->memories.size(); ++i)
-      if (kernel->memories[i] == m) return static_cast<int>(i);
-    return -1;
-  };
-  struct Walk {
-    static void run(const Node* s, const std::function<void(const Node*)>& f) {
-      for (const Node* c = s->first_child; c; c = c->next) {
-        f(c);
-        if (c->first_child) run(c, f);
-      }
-    }
-  };
-  bool unknown = false;
-  Walk::run(kernel, [&](const Node* n) {
-    if (n->op != Op::load && n->op != Op::store && n->op != Op::atomic) return;
-    int s = slot(n->operand(0));
-    if (s < 0) { unknown = true; return; }
-    if (n->op != Op::store) kb.reads[static_cast<size_t>(s)] = 1;
-    if (n->op != Op::load) kb.writes[static_cast<size_t>(s)] = 1;
-  });
-  if (unknown) kb.reads.clear(), kb.writes.clear();  // conservative: every memory both ways
 }
 
 class VulkanBackend : public Backend {
@@ -98,8 +69,10 @@ class VulkanBackend : public Backend {
       KernelBinary kb;
       kb.pipeline = make_pipeline(*spirv, entry, bindings, push, &created);
       kb.params_in_buffer = layout.params_in_buffer;
-      accesses(k, kb);
-      find_loops(k, kb);
+      MemoryAccess access = memory_accesses(k);
+      kb.reads = std::move(access.reads);
+      kb.writes = std::move(access.writes);
+      kb.loops = find_loops(k);
       const double pipe_ms = ms_since(t2);
       EMBER_INTERNAL_ASSERT(!kernels.count(k->index), "two kernels share the id #" << k->index);
       kernels.emplace(k->index, std::move(kb));
@@ -122,11 +95,7 @@ class VulkanBackend : public Backend {
     info.cache_key = kernels.empty() ? "" : std::string(name()) + "-" + content_hash(keys);
 
     // Inputs the program stores into: their device copies are written back after each run.
-    std::vector<int> written;
-    p.for_each([&](Node* n) {
-      if ((n->op == Op::store || n->op == Op::atomic) && n->operand(0)->op == Op::input)
-        written.push_back(n->operand(0)->index);
-    });
+    std::vector<int> written = written_inputs(p);
     if (log_info())
       std::fprintf(stderr, "ember: %s: %zu kernels, compile %.1f ms (cache %s) on %s\n", p.name.c_str(), kernels.size(),
                    info.codegen_ms + info.compile_ms, info.cache_hit ? "hit" : "miss", context().description.c_str());

@@ -123,7 +123,7 @@ class Runner : public KernelRunner {
                          " x " + std::to_string(gy) + " groups, more than " + c.description + " allows");
 
     if (c.loop_limit > 0 && !kb.loops.empty()) {
-      const int64_t iters = loop_iterations(kb, params);
+      const int64_t iters = loop_iterations(kb.loops, params);
       if (iters > c.loop_limit)
         throw BackendError("ember: kernel #" + std::to_string(kernel->index) + " runs about " + std::to_string(iters) +
                            " loop iterations per thread; " + c.description + " stops every loop of a shader after " +
@@ -312,58 +312,6 @@ class Runner : public KernelRunner {
 };
 
 }  // namespace
-
-void find_loops(const Node* kernel, KernelBinary& kb) {
-  struct Walk {
-    const Node* k;
-    KernelBinary& kb;
-    void run(const Node* scope, int parent) {
-      for (const Node* c = scope->first_child; c; c = c->next) {
-        int me = parent;
-        if (c->op == Op::loop) {
-          LoopBound l;
-          l.parent = parent;
-          for (int i = 0; i < 3; ++i) {
-            const Node* o = c->operand(i);
-            if (o->op == Op::constant) { l.value[i] = o->i(); continue; }
-            l.param[i] = -2;  // thread-dependent
-            for (size_t j = 0; j < k->params.size(); ++j)
-              if (k->params[j] == o) l.param[i] = static_cast<int>(j);
-          }
-          kb.loops.push_back(l);
-          me = static_cast<int>(kb.loops.size()) - 1;
-        }
-        if (c->first_child) run(c, me);
-      }
-    }
-  };
-  Walk{kernel, kb}.run(kernel, -1);
-}
-
-int64_t loop_iterations(const KernelBinary& k, const std::vector<uint32_t>& params) {
-  std::vector<int64_t> inner(k.loops.size(), 0);
-  int64_t total = 0;
-  for (size_t i = k.loops.size(); i-- > 0;) {  // children come after their parent
-    const LoopBound& l = k.loops[i];
-    int64_t v[3];
-    bool known = true, constant = true;
-    for (int j = 0; j < 3; ++j) {
-      if (l.param[j] == -1) { v[j] = l.value[j]; continue; }
-      constant = false;
-      if (l.param[j] < 0 || static_cast<size_t>(l.param[j]) >= params.size()) { known = false; break; }
-      v[j] = w2i(params[static_cast<size_t>(l.param[j])]);
-    }
-    int64_t trip = 1;
-    if (known) {
-      const int64_t b = v[0], e = v[1], s = v[2];
-      trip = s > 0 ? std::max<int64_t>(0, (e - b + s - 1) / s) : s < 0 ? std::max<int64_t>(0, (b - e - s - 1) / -s) : 0;
-    }
-    const bool unrolled = known && constant && trip <= 32;
-    const int64_t iters = trip * ((unrolled ? 0 : 1) + inner[i]);
-    if (l.parent >= 0) inner[static_cast<size_t>(l.parent)] += iters; else total += iters;
-  }
-  return total;
-}
 
 std::unique_ptr<KernelRunner> make_runner(std::unordered_map<int, KernelBinary> kernels, std::vector<int> written_inputs) {
   return std::make_unique<Runner>(std::move(kernels), std::move(written_inputs));

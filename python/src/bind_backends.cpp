@@ -2,6 +2,9 @@
 // what "auto" resolves to, and the device a backend runs on (em.device_info()).
 #include "backends/backend.h"
 #include "bindings.h"
+#ifdef EMBER_WITH_OPENGL
+#include "backends/opengl/opengl.h"
+#endif
 
 namespace ember::python {
 
@@ -15,6 +18,28 @@ void bind_backends(py::module_& m) {
     py::gil_scoped_release nogil;
     return device_info(name);
   }, py::arg("name"), "The device the backend runs on, in words.");
+#ifdef EMBER_WITH_OPENGL
+  m.def("opengl_info", [] {
+    const gl::Context* ctx = nullptr;
+    bool binaries = false;
+    {
+      py::gil_scoped_release nogil;  // the first call creates the context
+      ctx = &gl::context();
+      binaries = gl::program_binaries();
+    }
+    const gl::Context& c = *ctx;
+    py::dict d;
+    d["renderer"] = c.renderer;
+    d["version"] = c.version;
+    d["context"] = c.kind == gl::Context::Kind::glfw ? "glfw" : "egl";
+    d["binary_formats"] = c.binary_formats;
+    d["program_binaries"] = binaries;
+    d["float_atomic_add"] = c.float_atomic_add;
+    d["max_storage_buffers"] = c.max_storage_blocks;
+    d["loop_limit"] = c.loop_limit;
+    return d;
+  }, "The OpenGL context's renderer, version, kind (glfw or egl) and limits (tests, debugging).");
+#endif
 }
 
 }  // namespace ember::python

@@ -76,5 +76,8 @@ def test_new_process_hits_the_disk_cache(tmp_path, backend):
     first = child()
     second = child()
     assert first["cache_hit"] is False
+    if backend == "opengl" and not em._ember.opengl_info()["program_binaries"]:
+        assert second["cache_hit"] is False  # a driver with no program binary format: nothing cached
+        return
     assert second["cache_hit"] is True
     assert second["compile_ms"] <= 50.0, second

@@ -1,0 +1,271 @@
+// Kernels to GL programs: the glsl dialect's OpenGL variant for a kernel on this context, the
+// driver's GLSL compiler and linker, and program binaries (GL_ARB_get_program_binary, core in
+// 4.1) in the compile cache: memory cache, then `<key>.glbin` on disk (a format word and the
+// driver's bytes), keyed by the source, the renderer, vendor and GL/GLSL versions, and Ember's
+// version, with the shader source kept next to it as `<key>.glsl`. A binary the driver rejects
+// (a driver update) is rebuilt from source. Drivers with no binary format (GL_NUM_PROGRAM_
+// BINARY_FORMATS == 0), or EMBER_OPENGL_PROGRAM_BINARY=0, cache nothing on disk.
+// Mesa's program binaries hold the linked NIR; llvmpipe's LLVM code for it is built at the first
+// dispatch and kept in Mesa's own shader cache ($MESA_SHADER_CACHE_DIR, ~/.cache/mesa_shader_cache).
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <cstring>
+
+#include "backends/compile_cache.h"
+#include "backends/opengl/opengl.h"
+
+namespace ember::gl {
+
+namespace {
+
+constexpr char kBinaryMagic[8] = {'E', 'M', 'B', 'G', 'L', 'B', '0', '1'};
+
+std::string first_lines(const std::string& text, int n) {
+  std::string out;
+  size_t pos = 0;
+  for (int i = 0; i < n && pos < text.size(); ++i) {
+    size_t e = text.find('\n', pos);
+    if (e == std::string::npos) e = text.size();
+    out += text.substr(pos, e - pos) + "\n";
+    pos = e + 1;
+  }
+  if (pos < text.size()) out += "...\n";
+  return out;
+}
+
+bool has_float_atomic_add(const Node* scope) {
+  for (const Node* c = scope->first_child; c; c = c->next) {
+    if (c->op == Op::atomic && c->dtype == DType::f32 && c->kind == static_cast<uint8_t>(AtomicKind::add)) return true;
+    if (c->first_child && has_float_atomic_add(c)) return true;
+  }
+  return false;
+}
+
+bool env_on(const char* name) {
+  const char* e = std::getenv(name);
+  return e && *e && std::strcmp(e, "0") != 0;
+}
+
+std::string program_log(GLuint program) {
+  GLint n = 0;
+  glGetProgramiv(program, GL_INFO_LOG_LENGTH, &n);
+  std::string log(static_cast<size_t>(std::max(n, 1)), '\0');
+  glGetProgramInfoLog(program, n, nullptr, log.data());
+  return log.c_str();
+}
+
+bool linked(GLuint program) {
+  GLint ok = GL_FALSE;
+  glGetProgramiv(program, GL_LINK_STATUS, &ok);
+  return ok == GL_TRUE;
+}
+
+// A program from `bytes` (magic, format, driver binary); 0 when the driver rejects it.
+GLuint load_binary(const std::string& bytes) {
+  const size_t head = sizeof kBinaryMagic + 4;
+  if (bytes.size() <= head || std::memcmp(bytes.data(), kBinaryMagic, sizeof kBinaryMagic) != 0) return 0;
+  GLenum format = 0;
+  std::memcpy(&format, bytes.data() + sizeof kBinaryMagic, 4);
+  GLuint p = glCreateProgram();
+  glProgramBinary(p, format, bytes.data() + head, static_cast<GLsizei>(bytes.size() - head));
+  const bool ok = glGetError() == GL_NO_ERROR && linked(p);
+  if (!ok) {
+    glDeleteProgram(p);
+    return 0;
+  }
+  return p;
+}
+
+std::string save_binary(GLuint program) {
+  GLint length = 0;
+  glGetProgramiv(program, GL_PROGRAM_BINARY_LENGTH, &length);
+  if (length <= 0) return "";
+  std::string bytes(sizeof kBinaryMagic + 4 + static_cast<size_t>(length), '\0');
+  GLenum format = 0;
+  GLsizei got = 0;
+  glGetProgramBinary(program, length, &got, &format, bytes.data() + sizeof kBinaryMagic + 4);
+  if (glGetError() != GL_NO_ERROR || got <= 0) return "";
+  std::memcpy(bytes.data(), kBinaryMagic, sizeof kBinaryMagic);
+  std::memcpy(bytes.data() + sizeof kBinaryMagic, &format, 4);
+  bytes.resize(sizeof kBinaryMagic + 4 + static_cast<size_t>(got));
+  return bytes;
+}
+
+// Writes the source of a kernel that failed to `<key>.glsl` in the cache directory for reading;
+// returns where it went.
+std::string keep_failed_source(const std::string& key, const std::string& source) {
+  try {
+    const std::string path = disk_entry_path(key, "glsl");
+    write_file_atomic(path, source);
+    return path;
+  } catch (const BackendError&) {
+    return "(not written: no cache directory)";
+  }
+}
+
+// Compiles and links; throws CompileError with the driver's log.
+GLuint compile_and_link(const std::string& source, bool retrievable, const std::string& key) {
+  GLuint shader = glCreateShader(GL_COMPUTE_SHADER);
+  const char* text = source.c_str();
+  const GLint length = static_cast<GLint>(source.size());
+  glShaderSource(shader, 1, &text, &length);
+  glCompileShader(shader);
+  GLint ok = GL_FALSE;
+  glGetShaderiv(shader, GL_COMPILE_STATUS, &ok);
+  if (ok != GL_TRUE) {
+    GLint n = 0;
+    glGetShaderiv(shader, GL_INFO_LOG_LENGTH, &n);
+    std::string log(static_cast<size_t>(std::max(n, 1)), '\0');
+    glGetShaderInfoLog(shader, n, nullptr, log.data());
+    glDeleteShader(shader);
+    throw CompileError("ember: the OpenGL driver (" + context().renderer + ") failed to compile a generated GLSL kernel\n"
+                       "  source: " + keep_failed_source(key, source) + "\n" + first_lines(log.c_str(), 30));
+  }
+  GLuint program = glCreateProgram();
+  if (retrievable) glProgramParameteri(program, GL_PROGRAM_BINARY_RETRIEVABLE_HINT, GL_TRUE);
+  glAttachShader(program, shader);
+  glLinkProgram(program);
+  glDetachShader(program, shader);
+  glDeleteShader(shader);
+  if (!linked(program)) {
+    std::string log = program_log(program);
+    glDeleteProgram(program);
+    throw CompileError("ember: the OpenGL driver (" + context().renderer + ") failed to link a generated GLSL kernel\n"
+                       "  source: " + keep_failed_source(key, source) + "\n" + first_lines(log, 30));
+  }
+  return program;
+}
+
+}  // namespace
+
+GlProgram::~GlProgram() {
+  if (program) defer_delete_program(program);
+}
+
+const char* program_source_name(ProgramSource s) {
+  switch (s) {
+    case ProgramSource::memory: return "in memory";
+    case ProgramSource::disk: return "binary cache hit";
+    default: return "compiled";
+  }
+}
+
+KernelLayout kernel_layout(const Node* kernel) {
+  const Context& c = context();
+  KernelLayout l;
+  const size_t memories = kernel->memories.size();
+  size_t limit = static_cast<size_t>(std::max(c.max_storage_blocks, 2));
+  if (const char* e = std::getenv("EMBER_OPENGL_MAX_STORAGE_BUFFERS"); e && std::atoi(e) >= 2)
+    limit = std::min(limit, static_cast<size_t>(std::atoi(e)));
+  l.spill_from = memories <= limit ? memories : limit - 2;
+  const size_t spilled = memories - l.spill_from;
+  const size_t param_bytes = (kernel->params.size() + spilled + kGpuHeaderWords) * 4;
+  if (param_bytes > static_cast<size_t>(c.max_uniform_block_bytes))
+    throw BackendError("ember: kernel #" + std::to_string(kernel->index) + " takes " +
+                       std::to_string(kernel->params.size()) + " scalar params; " + c.description +
+                       " holds at most " + std::to_string(c.max_uniform_block_bytes / 4 - kGpuHeaderWords) +
+                       " in a uniform block");
+  // EMBER_OPENGL_NO_FLOAT_ATOMICS=1 forces the compare-and-swap lowering (tests use it).
+  // Native float atomics declare a second (uint) view of every memory, and std430 blocks count
+  // against the limit whether used or not: only when twice the memories fit.
+  l.float_atomic_add = c.float_atomic_add && 2 * memories <= limit && !env_on("EMBER_OPENGL_NO_FLOAT_ATOMICS") &&
+                       has_float_atomic_add(kernel);
+  return l;
+}
+
+const Dialect& kernel_dialect(const KernelLayout& layout) {
+  GlslOptions o;
+  o.opengl = true;
+  o.float_atomic_add = layout.float_atomic_add;
+  return glsl_dialect(o);
+}
+
+std::string shader_source(const GeneratedKernel& k, const Dialect& d, const KernelLayout& layout) {
+  std::string body = k.source;
+  const Node* kernel = k.kernel;
+  const size_t n = kernel->memories.size();
+  if (layout.spill_from < n) {
+    // Declarations: the arena's two views where the first arena memory was declared.
+    size_t at = std::string::npos;
+    for (size_t i = layout.spill_from; i < n; ++i) {
+      const std::string slot = std::to_string(i);
+      const std::string decl = "layout(std430, binding = " + slot + ") buffer EmberM" + slot + " { " +
+                               d.mem_type[dtype_slot(kernel->memories[i]->dtype)] + " m" + slot + "[]; };\n";
+      const size_t pos = body.find(decl);
+      EMBER_INTERNAL_ASSERT(pos != std::string::npos, "no declaration of memory " << i << " in " << k.symbol);
+      body.erase(pos, decl.size());
+      at = std::min(at, pos);
+    }
+    const std::string u = std::to_string(layout.spill_from), i1 = std::to_string(layout.spill_from + 1);
+    body.insert(at, "layout(std430, binding = " + u + ") buffer EmberArenaU { uint ember_arena_u[]; };\n"
+                    "layout(std430, binding = " + i1 + ") buffer EmberArenaI { int ember_arena_i[]; };\n");
+    // Offsets after the params in the uniform block.
+    std::string offsets;
+    for (size_t i = layout.spill_from; i < n; ++i) offsets += "  uint ember_o" + std::to_string(i) + ";\n";
+    const size_t close = body.find("} ember_pc;");
+    EMBER_INTERNAL_ASSERT(close != std::string::npos, "no uniform block in " << k.symbol);
+    body.insert(close, offsets);
+    // Accesses: m<i>[x] -> ember_arena_<v>[int(ember_pc.ember_o<i>) + (x)].
+    auto ident = [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_'; };
+    for (size_t i = layout.spill_from; i < n; ++i) {
+      const std::string name = "m" + std::to_string(i) + "[";
+      const std::string view = d.mem_type[dtype_slot(kernel->memories[i]->dtype)] == "int" ? "ember_arena_i" : "ember_arena_u";
+      const std::string open = view + "[int(ember_pc.ember_o" + std::to_string(i) + ") + (";
+      for (size_t pos = body.find(name); pos != std::string::npos; pos = body.find(name, pos)) {
+        if (pos > 0 && ident(body[pos - 1])) { pos += name.size(); continue; }
+        int depth = 1;
+        size_t end = pos + name.size();
+        for (; end < body.size() && depth > 0; ++end) depth += body[end] == '[' ? 1 : body[end] == ']' ? -1 : 0;
+        EMBER_INTERNAL_ASSERT(depth == 0, "unbalanced brackets after " << name << " in " << k.symbol);
+        // body[end - 1] is the matching ']'.
+        body.replace(end - 1, 1, ")]");
+        body.replace(pos, name.size(), open);
+        pos += open.size();
+      }
+    }
+  }
+  return d.comment + "Generated by Ember (" + d.name + " dialect, OpenGL): " + k.symbol + "\n" + d.prelude + "\n" + body;
+}
+
+std::shared_ptr<GlProgram> compile_program(const std::string& source, ProgramSource* from) {
+  const Context& c = context();
+  const bool binaries = program_binaries();
+  std::string keyed = source;
+  keyed += '\0';
+  keyed += "opengl";
+  keyed += '\0' + c.device_key;
+  const std::string key = "gl-" + content_hash(keyed);
+  *from = ProgramSource::memory;
+  if (auto a = memory_cache_get(key)) return std::static_pointer_cast<GlProgram>(a);
+  std::lock_guard<std::mutex> lock(cache_key_mutex(key));
+  if (auto a = memory_cache_get(key)) return std::static_pointer_cast<GlProgram>(a);
+
+  auto p = std::make_shared<GlProgram>();
+  std::string bytes;
+  if (binaries && disk_entry_check(key, "glbin") && read_file(disk_entry_path(key, "glbin"), bytes)) {
+    p->program = load_binary(bytes);
+    if (p->program) *from = ProgramSource::disk;
+    else disk_entry_remove(key, "glbin");  // rejected by this driver: rebuilt below
+  }
+  if (!p->program) {
+    *from = ProgramSource::compiled;
+    p->program = compile_and_link(source, binaries, key);
+    if (binaries) {
+      const std::string binary = save_binary(p->program);
+      if (!binary.empty()) {
+        try {
+          write_file_atomic(disk_entry_path(key, "glsl"), source);
+          std::string tmp = cache_temp_path(key, ".glbin");
+          write_file_atomic(tmp, binary);
+          disk_entry_commit(key, "glbin", tmp);
+        } catch (const BackendError&) {  // a read-only cache directory only costs compile time
+        }
+      }
+    }
+  }
+  memory_cache_put(key, p);
+  return p;
+}
+
+}  // namespace ember::gl
