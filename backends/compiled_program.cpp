@@ -17,6 +17,7 @@ CompiledProgram::CompiledProgram(std::unique_ptr<Program> traced, const std::str
   const char* v = std::getenv("EMBER_VERIFY");
   opt.verify = v && *v && *v != '0';
   opt.lower_groups = backend_->lowers_groups();
+  opt.tile_threads = backend_->tiles_threads();
   auto t0 = std::chrono::steady_clock::now();
   stats_.passes = run_pipeline(*prog_, opt);
   stats_.passes_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();

@@ -275,7 +275,7 @@ class KernelPrinter {
     if (step->op != Op::constant || step->i() <= 0) return false;  // needs the canonical `k < end` form
     std::vector<ReductionVar> acc = reduction_vars(n);
     if (acc.empty()) return false;
-    std::string clauses;
+    std::string clauses = acc.size() >= 16 ? d_.reduction_in_order : "";  // more than 16 vector registers
     for (const ReductionVar& r : acc) {
       const char* op = r.op == Op::add ? "+" : r.op == Op::mul ? "*" : r.op == Op::min ? "min" : "max";
       clauses += fill(d_.reduction_clause, {{"op", op}, {"name", ref(r.var)}});

@@ -79,7 +79,7 @@ struct Dialect {
   std::string local_index;
   std::string group_index;
   // Layout staging (codegen/c_staging.h), before the threads: declares {name}, a {T} array of
-  // {lanes} rows of {n} elements, with row l column t = {mem}[{lanes} * ({begin} + t) + l].
+  // {lanes} rows of {n} elements {stride} apart, row l column t = {mem}[{lanes} * ({begin} + t) + l].
   // Empty: loads are never staged.
   std::string stage_fill;
 
@@ -104,6 +104,10 @@ struct Dialect {
   // Empty: no annotation.
   std::string reduction_loop;
   std::string reduction_clause;
+  // Put before the clauses of a reduction loop with more accumulators than vector registers (a
+  // register tile, core/passes/tile_threads.h): iterations in order, so that the compiler
+  // vectorizes across the accumulators instead of along the loop.
+  std::string reduction_in_order;
   std::string break_stmt = "break;";
   std::string continue_stmt = "continue;";
   std::string thread_exit;   // ends the current thread early (break/continue outside any loop)
@@ -139,11 +143,12 @@ const Dialect& cpp_dialect();
 // Memories are storage buffers of 32-bit words at binding = memory slot; the flat thread id is
 // gl_GlobalInvocationID.y * row + gl_GlobalInvocationID.x, guarded by `threads` (a dispatch
 // larger than one grid row is split into a 2-D grid). `threads`, `row` and the param words come
-// first in a push-constant block (Vulkan) or in a storage buffer at binding = number of
-// memories (params_in_buffer: OpenGL, or more params than push constants hold).
+// first in a push-constant block (Vulkan), in a storage buffer at binding = number of memories
+// (params_in_buffer: more params than push constants hold), or in a std140 uniform block at
+// uniform-buffer binding 0 (OpenGL).
 struct GlslOptions {
-  bool opengl = false;            // GL 4.5 core: `binding` without `set`, params in a buffer
-  bool float_atomic_add = false;  // native atomicAdd on floats (GL_EXT_shader_atomic_float)
+  bool opengl = false;            // GL 4.5 core: `binding` without `set`, params in a uniform block
+  bool float_atomic_add = false;  // native atomicAdd on floats (GL_EXT/GL_NV_shader_atomic_float)
   bool params_in_buffer = false;
 };
 const Dialect& glsl_dialect(const GlslOptions& options = {});

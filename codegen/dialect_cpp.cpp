@@ -196,6 +196,7 @@ Dialect make_cpp() {
 
   d.reduction_loop = "#pragma omp simd{clauses}";
   d.reduction_clause = " reduction({op}:{name})";
+  d.reduction_in_order = " simdlen(1)";
   d.thread_exit = "continue;";  // the per-thread scope is an OpenMP loop body
   d.kernel_open =
       "extern \"C\" void {name}(uint32_t* const* mem, const uint32_t* params, int64_t begin, int64_t end) {";

@@ -13,7 +13,7 @@ Two versions of the same computation:
   longformer         the paper's free-form program (Fig. 8): one explicit kernel, one thread per
                      (head, token), loops over the window and the features; one kernel.
   longformer_tensor  NumPy-style tensor code (dot over a 4-D index space, softmax along the
-                     window axis, weighted sum); Ember fuses it into a few kernels.
+                     window axis, weighted sum); Ember fuses it into three kernels.
 
 Usage: /usr/bin/python3 examples/longformer.py [--n 4096] [--heads 4] [--feats 64] [--w 32]
 """

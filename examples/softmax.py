@@ -1,5 +1,5 @@
 """Row softmax, numerically stable (subtract the row maximum), two ways: NumPy-style tensor code
-(softmax; the goal is at most two kernels: the row max, then exp / row sum / divide) and an
+(softmax; one kernel: each row's thread takes the max, the sum, then writes the row) and an
 explicit kernel with one thread per row and three em.loop passes over it (softmax_rows).
 
 Usage: /usr/bin/python3 examples/softmax.py [--rows 4096] [--cols 1024] [--backend cpu]

@@ -54,6 +54,7 @@ class CpuBackend : public Backend {
  public:
   const char* name() const override { return "cpu"; }
   bool lowers_groups() const override { return true; }
+  bool tiles_threads() const override { return true; }
 
   std::string source(const Program& p) override { return generate_kernels(p, cpp_dialect()); }
 

@@ -3,6 +3,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "core/ir/builder.h"
 #include "core/ir/shape.h"
 #include "core/passes/pass_util.h"
 
@@ -47,20 +48,143 @@ bool compatible(Node* a, Node* b) {
   return !conflict(x, y) && !conflict(y, x);
 }
 
+// ---- Row merges: a row kernel and a kernel over its rows' elements ----------------------------
+//
+// A row kernel r of shape P or P + [1] next to a wide kernel w of shape P + [T]: thread p of r
+// can run the T threads (p, t) of w itself, as a loop over t appended to its body (w after r)
+// or prepended to it (w before r). Legal when no dependence crosses rows: every memory that one
+// of them writes and the other touches is accessed by both only in the thread's own row (its
+// first |P| indices are the thread's coordinates), so thread p reads and writes only what thread
+// p of the other kernel reads and writes, in the original order. The t-loop runs w's threads of
+// a row in one order, which any order of w's threads allows. Profitable (and not a loss of
+// parallelism worth counting) when w does O(1) work per element (no loop) and r already loops
+// over [0, T): the merged thread does a constant factor more work than r did, with r's
+// parallelism, and the row values r computes reach w without a round trip through memory
+// (longformer's and softmax's row max/sum followed by the normalized weights).
+
+// Whether access n reads or writes only the row of its thread in kernel k: the memory's first
+// `lead` dims are k's, its first `lead` indices are k's coordinates on those axes, and the others
+// stay in the row (clamped or wrapped; an unsafe one might leave it).
+bool in_own_row(const Node* n, const Node* k, int lead) {
+  const Node* mem = n->operand(0);
+  if (n->flat || mem->rank() < lead || (mem->rank() > lead && n->mode == IndexMode::unsafe)) return false;
+  for (int a = 0; a < lead; ++a) {
+    const Node* ix = n->operand(n->first_index_operand() + a);
+    if (!same_dim(mem->shape[static_cast<size_t>(a)], k->shape[static_cast<size_t>(a)])) return false;
+    bool unit_axis = const_dim(mem->shape[static_cast<size_t>(a)]) == 1 && ix->op == Op::constant && ix->i() == 0;
+    if (!unit_axis && (ix->op != Op::index || ix->axis != a)) return false;
+  }
+  return true;
+}
+
+struct RowAccess {
+  std::unordered_map<const Node*, bool> touched;  // memory -> every access in the own row
+  std::unordered_set<const Node*> written, atomics;
+};
+
+RowAccess row_accesses(Node* k, int lead) {
+  RowAccess acc;
+  walk_subtree(k, [&](Node* n) {
+    if (n->op != Op::load && n->op != Op::store && n->op != Op::atomic) return;
+    const Node* m = n->operand(0);
+    if (n->op != Op::load) acc.written.insert(m);
+    if (n->op == Op::atomic) acc.atomics.insert(m);
+    bool own = in_own_row(n, k, lead);
+    auto it = acc.touched.find(m);
+    if (it == acc.touched.end()) acc.touched[m] = own; else it->second = it->second && own;
+  });
+  return acc;
+}
+
+bool has_loop(Node* k) {
+  bool found = false;
+  walk_subtree(k, [&](Node* n) { found |= n->op == Op::loop; });
+  return found;
+}
+
+// Whether r is a row kernel of wide kernel w (see above) that may take w's body.
+bool row_mergeable(Node* r, Node* w) {
+  if (!r->group.empty() || !w->group.empty() || w->rank() < 2) return false;
+  const int lead = w->rank() - 1;
+  const bool unit = r->rank() == lead + 1 && const_dim(r->shape.back()) == 1;
+  if (r->rank() != lead && !unit) return false;
+  for (int a = 0; a < lead; ++a)
+    if (!same_dim(r->shape[static_cast<size_t>(a)], w->shape[static_cast<size_t>(a)])) return false;
+  if (has_loop(w)) return false;  // O(1) per element, so the merged thread's work stays r's order
+  Node* t = w->shape.back();
+  bool loops_over_t = false;
+  walk_subtree(r, [&](Node* n) {
+    loops_over_t |= n->op == Op::loop && same_dim(n->operand(1), t);
+  });
+  if (!loops_over_t) return false;
+  RowAccess x = row_accesses(r, lead), y = row_accesses(w, lead);
+  for (auto& [m, own_x] : x.touched) {
+    auto it = y.touched.find(m);
+    if (it == y.touched.end() || (!x.written.count(m) && !y.written.count(m))) continue;
+    if (!own_x || !it->second || x.atomics.count(m) || y.atomics.count(m)) return false;
+  }
+  return true;
+}
+
+// Moves w's body into r as `loop t in [0, T)` (after r's body when w ran after r, else before),
+// with w's last coordinate replaced by t, and removes w.
+void merge_rows(Program& p, Node* r, Node* w, bool w_after) {
+  const int lead = w->rank() - 1;
+  Builder b(p);
+  b.loc = w->loc;
+  if (w_after || !r->first_child) b.set_insert_end(r); else b.set_insert_before(r->first_child);
+  Node* l = b.loop(b.i32(0), w->shape.back(), b.i32(1), r->shape);
+  while (Node* c = w->first_child) {
+    p.unlink(c);
+    p.append(l, c);
+  }
+  std::vector<Node*> last_coord;
+  walk_subtree(l, [&](Node* n) {
+    if (n == l) return;
+    if (!n->shape.empty()) n->shape = r->shape;
+    if (n->op == Op::index && n->axis == lead) last_coord.push_back(n);
+  });
+  for (Node* n : last_coord) {
+    p.replace_all_uses(n, l);
+    p.erase(n);
+  }
+  p.replace_all_uses(w, r);
+  p.erase(w);
+}
+
+// Whether var v keeps its value from top-level child c of kernel k on: every set of it lies in
+// a child before c.
+bool var_final_after(const Node* v, const Node* c, const Node* k) {
+  if (!v->inside(k)) return false;
+  for (const Node* u : v->users) {
+    if (u->op != Op::set || u->operand(0) != v) continue;
+    const Node* top = u;
+    while (top->parent != k) top = top->parent;
+    for (const Node* s = c->next; s; s = s->next)
+      if (s == top) return false;
+  }
+  return true;
+}
+
 // After merging, a load of an element this thread stored earlier at the kernel's top level
-// reads the stored value.
+// reads the stored value (a var's, when the var is not set again later).
 void forward_stores(Program& p, Node* k) {
   std::unordered_map<const Node*, Node*> last;  // memory -> value of the last top-level store
   for (Node* c = k->first_child; c; c = c->next) {
+    // What c writes itself (a loop: in an earlier iteration) may stand between a load and the
+    // top-level store before c.
+    std::unordered_set<const Node*> written;
+    memory_effects(c, nullptr, &written);
     walk_subtree(c, [&](Node* n) {
-      if (n->op == Op::load && at_own_element(n, k)) {
+      if (n->op == Op::load && at_own_element(n, k) && !written.count(n->operand(0))) {
         auto it = last.find(n->operand(0));
         if (it != last.end() && same_shape(it->second->shape, n->shape)) {
           p.replace_all_uses(n, it->second);
         }
       }
     });
-    if (c->op == Op::store && at_own_element(c, k) && c->operand(1)->op != Op::var) {
+    const Node* stored = c->op == Op::store ? c->operand(1) : nullptr;
+    if (stored && at_own_element(c, k) && (stored->op != Op::var || var_final_after(stored, c, k))) {
       last[c->operand(0)] = c->operand(1);
       continue;
     }
@@ -86,23 +210,36 @@ bool merge_kernels(Program& p) {
     Node* next = k->next;
     auto movable = [](const Node* n) { return (has_flag(n->op, F_PURE) && !n->is_scope()) || n->op == Op::buffer; };
     while (next && next->op != Op::kernel && movable(next)) next = next->next;
-    if (!next || next->op != Op::kernel || !compatible(k, next)) continue;
-    if (!k->group.empty() || !next->group.empty()) continue;  // barriers would cover the other kernel too
+    if (!next || next->op != Op::kernel) continue;
+    // Groups: barriers would cover the other kernel too.
+    const bool same = k->group.empty() && next->group.empty() && compatible(k, next);
+    const bool row_first = !same && row_mergeable(k, next);
+    const bool row_second = !same && !row_first && row_mergeable(next, k);
+    if (!same && !row_first && !row_second) continue;
     for (Node* h = k->next; h != next;) {
       Node* after = h->next;
       p.unlink(h);
       p.insert_before(k, h);
       h = after;
     }
-    while (Node* c = next->first_child) {
-      p.unlink(c);
-      p.append(k, c);
+    Node* merged = k;
+    if (row_first) {
+      merge_rows(p, k, next, true);
+    } else if (row_second) {
+      merge_rows(p, next, k, false);
+      merged = next;
+    } else {
+      while (Node* c = next->first_child) {
+        p.unlink(c);
+        p.append(k, c);
+      }
+      p.replace_all_uses(next, k);
+      p.erase(next);
     }
-    p.replace_all_uses(next, k);
-    p.erase(next);
-    forward_stores(p, k);
+    forward_stores(p, merged);
     changed = true;
-    --ki;  // retry k: the merged kernel may take the next one too (at ki == 0 this wraps, ++ki restores it)
+    --ki;  // retry k: the merged kernel may take the next one too (at ki == 0 this wraps, ++ki restores it;
+           // a k merged into the next kernel is dead and skipped)
   }
   return changed;
 }

@@ -21,6 +21,7 @@
 #include "core/passes/share_reciprocals.h"
 #include "core/passes/simplify.h"
 #include "core/passes/split_host.h"
+#include "core/passes/tile_threads.h"
 #include "core/passes/unroll_loops.h"
 #include "core/passes/unroll_small_dims.h"
 
@@ -33,6 +34,7 @@ struct Step {
   PassInfo pass;
   bool cleanup;
   bool group_lowering = false;  // runs only with PipelineOptions::lower_groups
+  bool tiling = false;          // runs only with PipelineOptions::tile_threads
 };
 const std::vector<Step>& steps() {
   static const std::vector<Step> s = {
@@ -46,6 +48,7 @@ const std::vector<Step>& steps() {
       {{"merge_kernels", merge_kernels}, false},
       {{"unroll_small_dims", unroll_small_dims}, false},
       {{"unroll_loops", unroll_loops}, false},
+      {{"tile_threads", tile_threads}, false, false, true},
       {{"cleanup", nullptr}, true},  // shares the unrolled loads with the rest of the thread
       {{"share_reciprocals", share_reciprocals}, false},
       {{"forward_copies", forward_copies}, false},
@@ -100,7 +103,7 @@ std::vector<PassRecord> run_pipeline(Program& p, const PipelineOptions& opt) {
     return changed;
   };
   for (const Step& s : steps()) {
-    if (s.group_lowering && !opt.lower_groups) continue;
+    if ((s.group_lowering && !opt.lower_groups) || (s.tiling && !opt.tile_threads)) continue;
     if (!s.cleanup) {
       run(s.pass);
       continue;

@@ -25,6 +25,7 @@ struct PipelineOptions {
   bool verify = false;                 // run the verifier after every pass (tests do)
   std::map<std::string, std::string>* stages = nullptr;  // printed IR after each pass, if set
   bool lower_groups = false;           // run lower_group_barriers (a backend that runs a group per thread)
+  bool tile_threads = false;           // run tile_threads (a backend that vectorizes a thread's lanes: CPU)
 };
 
 // The passes in order (groups like simplify/cse/dce appear once; run_pipeline repeats them).

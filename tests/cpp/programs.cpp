@@ -139,7 +139,8 @@ std::unique_ptr<Program> rgba(bool with_break) {
   return t.release();
 }
 
-// Softmax over rows: the row max and row sum kernels merge, the exp is recomputed, not stored.
+// Softmax over rows: the row max and row sum kernels merge, the exp is recomputed, not stored,
+// and the normalization runs as a loop over the row in the same thread (one kernel).
 std::unique_ptr<Program> softmax() {
   Tracer t("softmax");
   Node* x = t.input(DType::f32, {sym("N"), sym("M")}, "x");
@@ -157,6 +158,53 @@ std::unique_ptr<Program> sin_matmul() {
   Node* s = t.unary(Op::sin, A);
   Node* prod = t.binary(Op::mul, t.gather(s, {all(), all(), newaxis()}), t.gather(B, {newaxis(), all(), all()}));
   t.output(t.reduce(ReduceKind::sum, prod, {1}, false));
+  return t.release();
+}
+
+// Matmuls with an epilogue, sized so that tile_threads' whole 4 x 16 tiles and its edge tiles
+// (6 rows, 37 columns) both run: relu(A @ B + bias), and a batch of X @ B.
+std::unique_ptr<Program> matmul_tiles() {
+  Tracer t("matmul_tiles");
+  Node* A = t.input(DType::f32, {fixed(6), sym("K")}, "A");
+  Node* B = t.input(DType::f32, {sym("K"), fixed(37)}, "B");
+  Node* bias = t.input(DType::f32, {fixed(37)}, "bias");
+  Node* X = t.input(DType::f32, {fixed(2), fixed(9), sym("K")}, "X");
+  Node* y = t.binary(Op::add, t.matmul(A, B), bias);
+  t.output(t.binary(Op::max, y, t.constant(0, DType::f32)));
+  t.output(t.matmul(X, B));
+  return t.release();
+}
+
+// Row kernels next to kernels over their rows' elements (merge_kernels' row merge): the stored
+// exp(x) before the row sum (the wide kernel first), the normalization after it, and the
+// longformer pattern (window scores over a D-loop, softmax over the window, a window-weighted
+// sum). `flipped` reads another row's sum, so its kernel must stay apart.
+std::unique_ptr<Program> row_merge() {
+  Tracer t("row_merge");
+  Node* x = t.input(DType::f32, {sym("N"), sym("M")}, "x");
+  Node* q = t.input(DType::f32, {sym("N"), sym("D")}, "q");
+  auto c = [&](int v) { return t.constant(v, DType::i32); };
+  Node* w = t.binary(Op::mod, t.scalar(DType::i32, "w"), c(4));  // a half-width in [0, 4)
+  Node* e = t.unary(Op::exp, t.binary(Op::mul, x, t.constant(0.5, DType::f32)));
+  Node* s = t.reduce(ReduceKind::sum, e, {1}, false);  // [N]: a row kernel without the unit axis
+  t.output(t.binary(Op::div, e, t.gather(s, {all(), newaxis()})));
+  t.output(e);
+  Node* n = t.dim(x, 0);
+  Node* i = t.indices({x->shape[0]}, 0);
+  Node* flipped = t.gather(s, {at(t.binary(Op::sub, t.binary(Op::sub, n, c(1)), i))});
+  t.output(t.binary(Op::div, e, t.gather(flipped, {all(), newaxis()})));
+  // Longformer: score[j, k] = q[j] . q[j + k - w] over a window of 2w + 1.
+  Node* win = t.binary(Op::add, t.binary(Op::mul, w, c(2)), c(1));
+  std::vector<Node*> sh3 = {q->shape[0], win, q->shape[1]};
+  Node* j3 = t.indices(sh3, 0);
+  Node* k3 = t.indices(sh3, 1);
+  Node* p3 = t.indices(sh3, 2);
+  Node* pos = t.binary(Op::sub, t.binary(Op::add, j3, k3), w);
+  Node* dot = t.reduce(ReduceKind::sum, t.binary(Op::mul, t.gather(q, {at(j3), at(p3)}), t.gather(q, {at(pos), at(p3)})), {2}, false);
+  Node* m = t.reduce(ReduceKind::max, dot, {1}, true);
+  Node* ew = t.unary(Op::exp, t.binary(Op::sub, dot, m));
+  Node* attn = t.binary(Op::div, ew, t.reduce(ReduceKind::sum, ew, {1}, true));
+  t.output(t.reduce(ReduceKind::sum, t.binary(Op::mul, t.gather(attn, {all(), all(), newaxis()}), t.gather(q, {at(pos), at(p3)})), {1}, false));
   return t.release();
 }
 
@@ -197,8 +245,10 @@ std::vector<TestProgram> test_programs() {
       {"int_math", int_math, -1},
       {"rgba_lanes", [] { return rgba(false); }, -1},
       {"rgba_break", [] { return rgba(true); }, -1},
-      {"softmax", softmax, 2},
+      {"softmax", softmax, 1},
       {"sin_matmul", sin_matmul, 2},
+      {"row_merge", row_merge, 5},
+      {"matmul_tiles", matmul_tiles, 2},
   };
 }
 

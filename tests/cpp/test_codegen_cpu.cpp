@@ -491,9 +491,11 @@ class CpuPipeline : public CodegenCpu, public ::testing::WithParamInterface<test
 // results agree to rounding (integers exactly).
 TEST_P(CpuPipeline, MatchesInterpreterAfterPipeline) {
   std::unique_ptr<Program> p = GetParam().build();
-  run_pipeline(*p);
-  std::mt19937 rng(5);
   auto backend = make_backend("cpu");
+  PipelineOptions opt;
+  opt.tile_threads = backend->tiles_threads();  // register tiles, as the CPU backend compiles programs
+  run_pipeline(*p, opt);
+  std::mt19937 rng(5);
   CompileInfo info;
   auto runner = backend->compile(*p, info);
   for (int64_t sym : {6, 37}) {

@@ -1,5 +1,6 @@
 // merge_kernels merges a whole run of same-shaped independent kernels (the SubdivNet example's
-// three neighbour sums), not just a pair. hoist_grid_loops keeps a loop inside its kernel when
+// three neighbour sums), not just a pair, and runs a kernel over a row's elements inside the
+// row kernel next to it as a loop (softmax, Longformer). hoist_grid_loops keeps a loop inside its kernel when
 // every access of the memories it writes stays in the calling thread's own row (leading
 // coordinates = the thread's index), e.g. the per-token accumulation Y[i, j, p] of the Longformer
 // example; a loop that reads another thread's row, or a row index in unsafe mode, is still
@@ -7,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "core/ir/printer.h"
+#include "core/ir/shape.h"
 #include "core/passes/pipeline.h"
 #include "programs.h"
 
@@ -106,4 +108,32 @@ TEST(OwnRows, UnsafeRowIndexIsHoisted) {
   std::unique_ptr<Program> p = row_program(false, IndexMode::unsafe);
   run_pipeline(*p);
   EXPECT_GE(count_loops(*p).host_loops, 1) << "an unsafe index may leave the row\n" << print_program(*p);
+}
+
+// Row merges (programs.cpp's row_merge): the stored exp, its row sum and the normalization run in
+// one kernel over rows with three loops along the row; the division by another row's sum stays a
+// kernel over elements; of the longformer pattern, the window softmax and the normalized weights
+// share a kernel over (token, 1), while the score kernel (a D-loop per element) stays apart.
+TEST(MergeKernels, RowKernelsRunTheirRowsElementsAsLoops) {
+  std::unique_ptr<Program> p;
+  for (const TestProgram& tp : test_programs())
+    if (tp.name == "row_merge") p = tp.build();
+  ASSERT_TRUE(p);
+  run_pipeline(*p);
+  std::vector<std::string> shapes;
+  std::vector<int> loops;
+  p->for_each([&](Node* n) {
+    if (n->op != Op::kernel) return;
+    shapes.push_back(shape_str(n->shape));
+    int l = 0;
+    for (Node* c = n->first_child; c; c = c->next) l += c->op == Op::loop;
+    loops.push_back(l);
+  });
+  ASSERT_EQ(shapes.size(), 5u) << print_program(*p);
+  EXPECT_EQ(shapes[0], "[N]") << print_program(*p);
+  EXPECT_EQ(loops[0], 3) << print_program(*p);
+  EXPECT_EQ(shapes[1], "[N, M]") << print_program(*p);
+  EXPECT_EQ(loops[2], 1) << "the scores\n" << print_program(*p);
+  EXPECT_EQ(loops[3], 3) << "max, sum and the weights\n" << print_program(*p);
+  EXPECT_EQ(shapes[4].substr(0, 4), "[N, ") << print_program(*p);
 }

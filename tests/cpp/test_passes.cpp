@@ -7,6 +7,7 @@
 #include "core/analysis/reductions.h"
 #include "core/ir/builder.h"
 #include "core/ir/printer.h"
+#include "core/ir/shape.h"
 #include "core/ir/verifier.h"
 #include "core/passes/pipeline.h"
 #include "programs.h"
@@ -38,19 +39,26 @@ TEST_P(PassTest, InterpreterAgreesBeforeAndAfterEachPass) {
   }
 }
 
+// The whole pipeline as the GPU backends run it and as the CPU runs it (with tile_threads).
 TEST_P(PassTest, FullPipelineWithVerifier) {
   const TestProgram& tp = GetParam();
-  std::unique_ptr<Program> p = tp.build();
-  std::mt19937 rng(99);
-  std::vector<ArgValue> args = random_args(*p, rng, 6);
-  std::vector<HostTensor> want = interpret(*p, copy_args(args));
-  PipelineOptions opt;
-  opt.verify = true;
-  run_pipeline(*p, opt);
-  EXPECT_EQ(compare(want, interpret(*p, copy_args(args))), "");
-  int kernels = 0;
-  p->for_each([&](Node* n) { kernels += n->op == Op::kernel; });
-  if (tp.kernels >= 0) EXPECT_EQ(kernels, tp.kernels) << print_program(*p);
+  for (bool tiled : {false, true}) {
+    SCOPED_TRACE(tiled ? "with tile_threads" : "without tile_threads");
+    std::unique_ptr<Program> p = tp.build();
+    std::mt19937 rng(99);
+    std::vector<ArgValue> args = random_args(*p, rng, 6);
+    std::vector<HostTensor> want = interpret(*p, copy_args(args));
+    PipelineOptions opt;
+    opt.verify = true;
+    opt.tile_threads = tiled;
+    run_pipeline(*p, opt);
+    EXPECT_EQ(compare(want, interpret(*p, copy_args(args))), "");
+    int kernels = 0;
+    p->for_each([&](Node* n) { kernels += n->op == Op::kernel; });
+    if (tp.kernels >= 0) {
+      EXPECT_EQ(kernels, tp.kernels) << print_program(*p);
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Programs, PassTest, ::testing::ValuesIn(test_programs()),
@@ -60,7 +68,8 @@ TEST(Pipeline, ListsEveryPassOnce) {
   std::vector<std::string> names;
   for (const PassInfo& p : pipeline_passes()) names.push_back(p.name);
   std::vector<std::string> want = {"check_shapes", "lower_algorithms", "simplify", "cse", "dce", "fuse_kernels",
-                                   "fuse_loads", "merge_kernels", "unroll_small_dims", "unroll_loops", "share_reciprocals", "forward_copies",
+                                   "fuse_loads", "merge_kernels", "unroll_small_dims", "unroll_loops", "tile_threads",
+                                   "share_reciprocals", "forward_copies",
                                    "form_kernels", "lower_indexing", "lower_group_barriers", "split_host"};
   EXPECT_EQ(names, want);
 }
@@ -106,6 +115,36 @@ TEST(Pipeline, PerLaneBranchesAreUnrolled) {
   });
   EXPECT_EQ(rank2, 0) << print_program(*p);
   EXPECT_EQ(ifs, 4) << "one if per lane\n" << print_program(*p);
+}
+
+// Each thread of a matmul computes a 4 x 16 tile (tile_threads): in a whole tile the k loop
+// accumulates 64 registers; an edge tile (6 rows, 37 columns) runs its elements one by one. The
+// relu epilogue stays in the kernel.
+TEST(Pipeline, MatmulRunsInRegisterTiles) {
+  std::unique_ptr<Program> p;
+  for (const TestProgram& tp : test_programs())
+    if (tp.name == "matmul_tiles") p = tp.build();
+  PipelineOptions opt;
+  opt.tile_threads = true;
+  run_pipeline(*p, opt);
+  std::vector<Node*> kernels;
+  p->for_each([&](Node* n) {
+    if (n->op == Op::kernel) kernels.push_back(n);
+  });
+  ASSERT_EQ(kernels.size(), 2u) << print_program(*p);
+  for (Node* k : kernels) {
+    std::vector<size_t> accumulators;
+    for (Node* whole = k->first_child; whole; whole = whole->next)
+      for (Node* l = whole->op == Op::if_ ? whole->first_child : nullptr; l; l = l->next)
+        if (l->op == Op::loop) accumulators.push_back(reduction_vars(l).size());
+    EXPECT_EQ(accumulators, (std::vector<size_t>{64})) << print_program(*p);
+    EXPECT_EQ(k->last_child->op, Op::else_) << "edge tiles\n" << print_program(*p);
+  }
+  // One flat axis of tiles: 6 rows in 2 tiles of 4, 37 columns in 3 of 16; with a batch of 2.
+  ASSERT_EQ(kernels[0]->rank(), 1) << print_program(*p);
+  EXPECT_EQ(const_dim(kernels[0]->shape[0]), 6) << print_program(*p);
+  ASSERT_EQ(kernels[1]->rank(), 1) << print_program(*p);
+  EXPECT_EQ(const_dim(kernels[1]->shape[0]), 18) << "9 rows in 3 tiles\n" << print_program(*p);
 }
 
 // The sort's stage loops run on the host: after the pipeline no loop remains inside a kernel,
