@@ -63,18 +63,11 @@ def setup_cpp(inputs, opts):
 
 
 def setup_ember(inputs, opts):
-    """Ember: the DESIGN section 5 step under @em.compile; the first (warm-up) call compiles."""
+    """Ember: the DESIGN section 5 step under @em.compile (examples/nbody.py); the first
+    (warm-up) call compiles."""
     em = import_ember()
     em.init(backend=opts.get("backend", "cpu"))
-
-    @em.compile
-    def step(X: em.f32["N", 3], V: em.f32["N", 3], dt: em.f32):  # noqa: F821 ("N" is a symbol)
-        d = X[:, None, :] - X[None, :, :]
-        r2 = em.sum(d * d, axis=-1, keepdims=True) + 1e-4
-        F = em.sum(-d / (r2 * em.sqrt(r2)), axis=1)
-        V2 = V + F * dt
-        return X + V2 * dt, V2
-
+    step = import_example("nbody").step
     X, V, dt = inputs
 
     def run():

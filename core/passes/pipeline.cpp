@@ -97,7 +97,7 @@ std::vector<PassRecord> run_pipeline(Program& p, const PipelineOptions& opt) {
     records.push_back({pass.name, ms, changed});
     if (std::strcmp(pass.name, "fuse_kernels") == 0) kernels_formed = true;
     if (opt.verify) verify(p, VerifyOptions{kernels_formed});
-    if (show_time) std::fprintf(stderr, "ember: %-18s %8.3f ms%s\n", pass.name, ms, changed ? "" : " (no change)");
+    if (show_time) std::fprintf(stderr, "ember: %-20s %8.3f ms%s\n", pass.name, ms, changed ? "" : " (no change)");
     if (changed && show_ir) std::fprintf(stderr, "ember: IR after %s:\n%s", pass.name, print_program(p).c_str());
     if (opt.stages) (*opt.stages)[pass.name] = print_program(p);
     return changed;

@@ -102,7 +102,10 @@ def _shaders(text):
     return [(re.search(r"(ember_k\d+_[0-9a-f]+)", p).group(1), p) for p in parts if p.strip()]
 
 
-EXAMPLE_PROGRAMS = ["nbody", "nbody_loop", "sph", "fluid", "life", "mandelbrot", "histogram", "softmax"]
+# Every example module (examples/*.py but the shared _ember_path and the windowed demo_*
+# scripts, whose programs tests/python/test_demos.py checks).
+EXAMPLE_PROGRAMS = sorted(p.stem for p in (Path(__file__).resolve().parents[2] / "examples").glob("*.py")
+                          if not p.stem.startswith(("_", "demo_")))
 
 
 @pytest.mark.parametrize("lang", ["glsl", "hlsl"])
