@@ -1,10 +1,12 @@
 """Helpers shared by workloads: skipping, finding ember, building the C++ references."""
+import contextlib
 import ctypes
 import hashlib
 import importlib
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 BENCH_DIR = Path(__file__).resolve().parent
@@ -24,7 +26,60 @@ def require(module):
     try:
         return importlib.import_module(module)
     except Exception as e:  # ImportError, or a package that breaks while importing
-        raise Skip(f"cannot import {module}: {type(e).__name__}: {e}") from None
+        hint = ""
+        if isinstance(e, ModuleNotFoundError) and module != "ember":
+            hint = " (tools/bootstrap-bench installs the peers; run with .venv-bench/bin/python)"
+        raise Skip(f"cannot import {module}: {type(e).__name__}: {e}{hint}") from None
+
+
+@contextlib.contextmanager
+def quiet_output():
+    """Sends whatever is written to file descriptors 1 and 2 inside the block (a peer's compiler
+    chatter, printed from C++) to a temporary file, so the bench's table stays readable; when
+    the block raises, the captured text is replayed to stderr before the exception goes on."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = (os.dup(1), os.dup(2))
+    with tempfile.TemporaryFile() as log:
+        try:
+            os.dup2(log.fileno(), 1)
+            os.dup2(log.fileno(), 2)
+            try:
+                yield
+            finally:
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os.dup2(saved[0], 1)
+                os.dup2(saved[1], 2)
+        except BaseException:
+            log.seek(0)
+            sys.stderr.write(log.read()[-4000:].decode(errors="replace"))
+            raise
+        finally:
+            os.close(saved[0])
+            os.close(saved[1])
+
+
+def init_warp():
+    """Imports and initializes NVIDIA Warp (raising Skip when absent), its per-module load
+    messages off; returns the module."""
+    wp = require("warp")
+    if hasattr(wp, "LOG_WARNING") and hasattr(wp.config, "log_level"):
+        wp.config.log_level = wp.LOG_WARNING  # Warp >= 1.10
+    else:
+        wp.config.quiet = True  # older Warp
+    with quiet_output():  # "Could not find or load the NVIDIA CUDA driver" on CPU-only hosts
+        wp.init()
+    return wp
+
+
+def init_taichi():
+    """Imports Taichi (raising Skip when absent) and (re)initializes it on the CPU with float32
+    default precision; returns the module."""
+    with quiet_output():  # its version banner
+        ti = require("taichi")
+        ti.init(arch=ti.cpu, default_fp=ti.f32, log_level=ti.WARN)
+    return ti
 
 
 def ember_python_dir():

@@ -9,7 +9,8 @@ import os
 
 import numpy as np
 
-from common import build_cpp, float_ptr, import_ember, import_example, require
+from common import (Skip, build_cpp, float_ptr, import_ember, import_example, init_taichi,
+                    init_warp, quiet_output, require)
 
 NAME = "nbody"
 DEFAULT_N = 4096
@@ -91,48 +92,68 @@ def setup_ember_loop(inputs, opts):
     return run
 
 
-def setup_torch(inputs, opts):
-    """PyTorch CPU eager, using every core (Debian's build defaults to one thread)."""
+def _torch_setup(inputs, compiled):
     torch = require("torch")
     torch.set_num_threads(os.cpu_count() or 1)
     X, V = (torch.from_numpy(a) for a in inputs[:2])
-    dt = inputs[2]
+    dt = float(inputs[2])
+
+    def step(X, V):
+        d = X[:, None, :] - X[None, :, :]
+        r2 = torch.sum(d * d, dim=-1, keepdim=True) + SOFTENING
+        F = torch.sum(-d / (r2 * torch.sqrt(r2)), dim=1)
+        V2 = V + F * dt
+        return X + V2 * dt, V2
+
+    if compiled:
+        try:
+            step = torch.compile(step, dynamic=False)
+        except Exception as e:
+            raise Skip(f"torch.compile unavailable: {type(e).__name__}: {e}") from None
 
     def run():
         with torch.no_grad():
-            d = X[:, None, :] - X[None, :, :]
-            r2 = torch.sum(d * d, dim=-1, keepdim=True) + 1e-4
-            F = torch.sum(-d / (r2 * torch.sqrt(r2)), dim=1)
-            V2 = V + F * dt
-            return (X + V2 * dt).numpy(), V2.numpy()
+            return tuple(t.numpy() for t in step(X, V))
     return run
 
 
-def setup_numba(inputs, opts):
-    """Numba parallel explicit loop (prange over i, serial j), the loop a user would write."""
-    numba = require("numba")
+def setup_torch(inputs, opts):
+    """PyTorch CPU eager, every core (the NumPy broadcasting code, [N, N, 3] temporaries)."""
+    return _torch_setup(inputs, compiled=False)
 
-    @numba.njit(parallel=True, fastmath=False, cache=False)
+
+def setup_torch_compile(inputs, opts):
+    """The same code under torch.compile (Inductor fuses it into C++/OpenMP loops); the first
+    (warm-up) call compiles."""
+    return _torch_setup(inputs, compiled=True)
+
+
+def setup_numba(inputs, opts):
+    """Numba parallel explicit loop, written like the cpp reference: prange over bodies i, a
+    structure-of-arrays copy so the inner j loop reads contiguous floats, and the same
+    floating-point licence (fastmath reassoc = its `omp simd reduction`, contract = g++'s
+    default FMA contraction), which lets LLVM vectorize the force sums."""
+    numba = require("numba")
+    f32 = np.float32
+
+    @numba.njit(parallel=True, fastmath={"reassoc", "contract"})
     def kernel(X, V, dt, X2, V2):
         n = X.shape[0]
+        P = np.ascontiguousarray(X.T)
+        xs, ys, zs = P[0], P[1], P[2]
         for i in numba.prange(n):
-            fx = np.float32(0.0)
-            fy = np.float32(0.0)
-            fz = np.float32(0.0)
+            xi, yi, zi = xs[i], ys[i], zs[i]
+            fx, fy, fz = f32(0.0), f32(0.0), f32(0.0)
             for j in range(n):
-                dx = X[i, 0] - X[j, 0]
-                dy = X[i, 1] - X[j, 1]
-                dz = X[i, 2] - X[j, 2]
-                r2 = dx * dx + dy * dy + dz * dz + np.float32(SOFTENING)
-                inv = np.float32(1.0) / (r2 * np.sqrt(r2))
+                dx, dy, dz = xi - xs[j], yi - ys[j], zi - zs[j]
+                r2 = dx * dx + dy * dy + dz * dz + f32(SOFTENING)
+                inv = f32(1.0) / (r2 * np.sqrt(r2))
                 fx -= dx * inv
                 fy -= dy * inv
                 fz -= dz * inv
-            V2[i, 0] = V[i, 0] + fx * dt
-            V2[i, 1] = V[i, 1] + fy * dt
-            V2[i, 2] = V[i, 2] + fz * dt
-            for k in range(3):
-                X2[i, k] = X[i, k] + V2[i, k] * dt
+            vx, vy, vz = V[i, 0] + fx * dt, V[i, 1] + fy * dt, V[i, 2] + fz * dt
+            V2[i, 0], V2[i, 1], V2[i, 2] = vx, vy, vz
+            X2[i, 0], X2[i, 1], X2[i, 2] = xi + vx * dt, yi + vy * dt, zi + vz * dt
 
     X, V, dt = inputs[0], inputs[1], np.float32(inputs[2])
 
@@ -160,15 +181,14 @@ def setup_jax(inputs, opts):
     dt = np.float32(inputs[2])
 
     def run():
-        X2, V2 = step(X, V, dt)
-        return np.asarray(X2.block_until_ready()), np.asarray(V2)
+        X2, V2 = jax.block_until_ready(step(X, V, dt))
+        return np.asarray(X2), np.asarray(V2)
     return run
 
 
 def setup_taichi(inputs, opts):
     """Taichi on CPU: explicit loop kernel; the outermost range-for is parallelized."""
-    ti = require("taichi")
-    ti.init(arch=ti.cpu, default_fp=ti.f32, log_level=ti.WARN)
+    ti = init_taichi()
     vec_arr = ti.types.ndarray(dtype=ti.math.vec3, ndim=1)
 
     @ti.kernel
@@ -195,10 +215,9 @@ def setup_taichi(inputs, opts):
 
 
 def setup_warp(inputs, opts):
-    """NVIDIA Warp on its CPU device: one thread per body, inner loop over all bodies."""
-    wp = require("warp")
-    wp.config.quiet = True
-    wp.init()
+    """NVIDIA Warp on its CPU device: one thread per body, inner loop over all bodies (Warp runs
+    CPU launches on one thread)."""
+    wp = init_warp()
 
     @wp.kernel
     def step(X: wp.array(dtype=wp.vec3), V: wp.array(dtype=wp.vec3), dt: float,
@@ -227,8 +246,9 @@ def setup_warp(inputs, opts):
 
 def setup_tensorfrost(inputs, opts):
     """TensorFrost (the closest prior system) on its CPU backend, same broadcasting code."""
-    tf = require("TensorFrost")
-    tf.initialize(tf.cpu)
+    with quiet_output():  # it prints a banner on import and its g++ run while compiling
+        tf = require("TensorFrost")
+        tf.initialize(tf.cpu)
 
     def program():
         X = tf.input([-1, 3], tf.float32)
@@ -240,7 +260,8 @@ def setup_tensorfrost(inputs, opts):
         V2 = V + F * dt
         return X + V2 * dt, V2
 
-    prog = tf.compile(program)
+    with quiet_output():
+        prog = tf.compile(program)
     X, V = (tf.tensor(a) for a in inputs[:2])
     dt = tf.tensor(np.array([inputs[2]], np.float32))
 
@@ -257,6 +278,7 @@ IMPLS = {
     "numpy": setup_numpy,
     "cpp": setup_cpp,
     "torch": setup_torch,
+    "torch-compile": setup_torch_compile,
     "numba": setup_numba,
     "jax": setup_jax,
     "taichi": setup_taichi,
