@@ -1,5 +1,5 @@
 // Kernel facts for GPU runtimes (gpu_kernel.h): memory accesses, host-known loop bounds,
-// written inputs.
+// float atomic adds, written inputs.
 #include "backends/gpu_kernel.h"
 
 #include <algorithm>
@@ -87,6 +87,14 @@ int64_t loop_iterations(const std::vector<LoopBound>& loops, const std::vector<u
     if (l.parent >= 0) inner[static_cast<size_t>(l.parent)] += iters; else total += iters;
   }
   return total;
+}
+
+bool has_float_atomic_add(const Node* scope) {
+  for (const Node* c = scope->first_child; c; c = c->next) {
+    if (c->op == Op::atomic && c->dtype == DType::f32 && c->kind == static_cast<uint8_t>(AtomicKind::add)) return true;
+    if (c->first_child && has_float_atomic_add(c)) return true;
+  }
+  return false;
 }
 
 std::vector<int> written_inputs(const Program& p) {

@@ -1,7 +1,8 @@
 // What a GPU runtime needs to know about a kernel of a lowered program, shared by the Vulkan and
 // OpenGL backends: the memory slots it reads and writes (barriers between dependent
 // dispatches), the loops whose bounds the host knows at dispatch time (drivers that cap a
-// shader's loop iterations), and the inputs a program stores into (copied back after a run).
+// shader's loop iterations), float atomic adds (native where the device has them), and the
+// inputs a program stores into (copied back after a run).
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -32,6 +33,10 @@ std::vector<LoopBound> find_loops(const Node* kernel);
 // thread-dependent bounds count as one iteration; small constant loops, which drivers unroll,
 // as none).
 int64_t loop_iterations(const std::vector<LoopBound>& loops, const std::vector<uint32_t>& params);
+
+// Whether `kernel` (or any scope) has an atomic add on f32 (native float atomics where the
+// device has them; a compare-and-swap loop otherwise).
+bool has_float_atomic_add(const Node* kernel);
 
 // Argument positions of the inputs `p` stores into (device copies are written back to the
 // caller's memory after each run).

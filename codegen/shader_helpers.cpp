@@ -1,3 +1,4 @@
+// The GLSL and HLSL dialects' shared helper text and table entries (shader_helpers.h).
 #include "codegen/shader_helpers.h"
 
 namespace ember {
@@ -131,5 +132,118 @@ int ember_step(int k, int s, int e) {  // k + s, or e where that would wrap (end
   return (s > 0 ? n < k : n > k) ? e : n;
 }
 )";
+
+const char* const kAtomicFunctions[kAtomicKinds] = {"Add", "Min", "Max", "And", "Or", "Xor", "Exchange"};
+const char* const kBoolAtomicFunctions[kAtomicKinds] = {"Or", "And", "Or", "And", "Or", "Xor", "Exchange"};
+
+namespace {
+
+// Template `t` with its operand {0} replaced by `x`.
+std::string with_operand(const std::string& t, const std::string& x) {
+  const size_t at = t.find("{0}");
+  return at == std::string::npos ? t : t.substr(0, at) + x + t.substr(at + 3);
+}
+
+}  // namespace
+
+void set_shader_common(Dialect& d, const ShaderSpelling& s) {
+  // `precise` keeps a * b + c unfused (NoContraction), as the CPU backend's -ffp-contract=off
+  // does, so float results match the interpreter's operation for operation.
+  d.type = {"void", "precise float", "int", "uint", "bool"};
+  d.mem_type = {"uint", "uint", "int", "uint", "uint"};
+  d.index_type = "int";  // the runtimes keep dispatches below 2^31 threads
+  d.index_from_i32 = "{0}";
+  d.i32_from_index = "{0}";
+
+  const std::string fu0 = with_operand(s.float_as_uint, "{0}"), fu1 = with_operand(s.float_as_uint, "{1}");
+  const std::string one = "1.0" + s.float_suffix, zero = "0.0" + s.float_suffix;
+  auto set = [&](Op op, const std::string& f, const char* i, const char* u, const char* b) {
+    d.expr[static_cast<int>(op)] = {f, i, u, b};
+  };
+  auto math = [&](Op op, const std::string& e) { set(op, e, "", "", ""); };
+  set(Op::neg, "(-{0})", "(-{0})", "(0u - {0})", "{0}");
+  set(Op::lnot, "(" + fu0 + " == 0u)", "({0} == 0)", "({0} == 0u)", "(!{0})");
+  set(Op::bnot, "", "(~{0})", "(~{0})", "true");
+  set(Op::abs, "abs({0})", "abs({0})", "{0}", "{0}");
+  set(Op::floor, "floor({0})", "{0}", "{0}", "{0}");
+  set(Op::ceil, "ceil({0})", "{0}", "{0}", "{0}");
+  set(Op::trunc, "trunc({0})", "{0}", "{0}", "{0}");
+  set(Op::frac, "({0} - floor({0}))", "0", "0u", "false");
+  math(Op::exp, "exp({0})");
+  math(Op::exp2, "exp2({0})");
+  math(Op::log, "ember_log({0})");
+  math(Op::log2, "ember_log2({0})");
+  math(Op::sqrt, "ember_sqrt({0})");
+  math(Op::rsqrt, "(" + one + " / ember_sqrt({0}))");
+  math(Op::sin, "sin({0})");
+  math(Op::cos, "cos({0})");
+  math(Op::tan, "tan({0})");
+  math(Op::asin, "ember_asin({0})");
+  math(Op::acos, "ember_acos({0})");
+  math(Op::atan, "ember_atan({0})");
+  math(Op::sinh, "sinh({0})");
+  math(Op::cosh, "cosh({0})");
+  math(Op::tanh, "tanh({0})");
+  set(Op::isnan, "ember_isnan({0})", "false", "false", "false");
+  set(Op::isinf, "ember_isinf({0})", "false", "false", "false");
+  set(Op::add, "({0} + {1})", "({0} + {1})", "({0} + {1})", "({0} || {1})");
+  set(Op::sub, "({0} - {1})", "({0} - {1})", "({0} - {1})", "({0} != {1})");
+  set(Op::mul, "({0} * {1})", "({0} * {1})", "({0} * {1})", "({0} && {1})");
+  set(Op::div, "({0} / {1})", "ember_div({0}, {1})", "ember_div({0}, {1})", "({0} && {1})");
+  set(Op::mod, "ember_mod({0}, {1})", "ember_mod({0}, {1})", "ember_mod({0}, {1})", "false");
+  math(Op::pow, "ember_pow({0}, {1})");
+  math(Op::atan2, "ember_atan2({0}, {1})");
+  set(Op::min, "ember_fmin({0}, {1})", "min({0}, {1})", "min({0}, {1})", "({0} && {1})");
+  set(Op::max, "ember_fmax({0}, {1})", "max({0}, {1})", "max({0}, {1})", "({0} || {1})");
+  set(Op::eq, "({0} == {1})", "({0} == {1})", "({0} == {1})", "({0} == {1})");
+  set(Op::ne, "({0} != {1})", "({0} != {1})", "({0} != {1})", "({0} != {1})");
+  set(Op::lt, "({0} < {1})", "({0} < {1})", "({0} < {1})", "(!{0} && {1})");
+  set(Op::le, "({0} <= {1})", "({0} <= {1})", "({0} <= {1})", "(!{0} || {1})");
+  set(Op::gt, "({0} > {1})", "({0} > {1})", "({0} > {1})", "({0} && !{1})");
+  set(Op::ge, "({0} >= {1})", "({0} >= {1})", "({0} >= {1})", "({0} || !{1})");
+  set(Op::land, "(" + fu0 + " != 0u && " + fu1 + " != 0u)", "({0} != 0 && {1} != 0)", "({0} != 0u && {1} != 0u)",
+      "({0} && {1})");
+  set(Op::lor, "(" + fu0 + " != 0u || " + fu1 + " != 0u)", "({0} != 0 || {1} != 0)", "({0} != 0u || {1} != 0u)",
+      "({0} || {1})");
+  set(Op::band, "", "({0} & {1})", "({0} & {1})", "({0} && {1})");
+  set(Op::bor, "", "({0} | {1})", "({0} | {1})", "({0} || {1})");
+  set(Op::bxor, "", "({0} ^ {1})", "({0} ^ {1})", "({0} != {1})");
+  set(Op::shl, "", "ember_shl({0}, {1})", "ember_shl({0}, {1})", "{0}");
+  set(Op::shr, "", "ember_shr({0}, {1})", "ember_shr({0}, {1})", "({0} && !{1})");
+  set(Op::select, "({0} ? {1} : {2})", "({0} ? {1} : {2})", "({0} ? {1} : {2})", "({0} ? {1} : {2})");
+
+  const int F = dtype_slot(DType::f32), I = dtype_slot(DType::i32), U = dtype_slot(DType::u32),
+            B = dtype_slot(DType::boolean);
+  d.cast[F][I] = "ember_f2i({0})";
+  d.cast[F][U] = "ember_f2u({0})";
+  d.cast[F][B] = "({0} != " + zero + ")";
+  d.cast[I][F] = d.cast[U][F] = s.to_float;
+  d.cast[B][F] = "({0} ? " + one + " : " + zero + ")";
+  d.cast[I][U] = d.bitcast[I][U] = d.bitcast[B][U] = d.cast[B][U] = s.to_uint;
+  d.cast[U][I] = d.bitcast[U][I] = d.bitcast[B][I] = d.cast[B][I] = s.to_int;
+  d.cast[I][B] = d.bitcast[I][B] = "({0} != 0)";
+  d.cast[U][B] = d.bitcast[U][B] = "({0} != 0u)";
+  d.bitcast[F][I] = s.float_as_int;
+  d.bitcast[F][U] = s.float_as_uint;
+  d.bitcast[F][B] = "(" + fu0 + " != 0u)";
+  d.bitcast[I][F] = s.int_as_float;
+  d.bitcast[B][F] = with_operand(s.uint_as_float, s.to_uint);
+  d.bitcast[U][F] = s.uint_as_float;
+
+  // Memory: f32 words are uint, i32 int, u32/bool uint.
+  d.load_value = {s.uint_as_float, "{0}", "{0}", "({0} != 0u)"};
+  d.store_value = {s.float_as_uint, "{0}", "{0}", "({0} ? 1u : 0u)"};
+
+  // Workgroups are lowered before printing (Backend::lowers_groups): one GPU thread runs a whole
+  // group, and a group buffer is an array of that thread, zeroed whether or not it must be.
+  d.group_mem_private = true;
+  d.group_mem_decl = "{T} {name}[{n}];\nfor (int {name}_z = 0; {name}_z < {n}; ++{name}_z) {name}[{name}_z] = {T}(0);";
+  d.loop_open = "for (int {k} = {begin}; {cond}; {k} = ember_step({k}, {step}, {end})) {";
+  d.loop_counter = "const {T} {name} = {k};";
+  d.thread_exit = "return;";
+  d.group_size = 64;
+  d.local_mem_decl = "";
+  d.threads_close = "}";
+}
 
 }  // namespace ember

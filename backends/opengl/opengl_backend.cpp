@@ -4,27 +4,14 @@
 // interpreter runs the host plan. EMBER_DEBUG=time prints per-shader times.
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 
 #include "backends/compile_cache.h"
+#include "backends/gpu_runtime.h"
 #include "backends/opengl/opengl.h"
 
 namespace ember::gl {
 
 namespace {
-
-bool debug_time() {
-  const char* d = std::getenv("EMBER_DEBUG");
-  return d && std::strstr(d, "time");
-}
-bool log_info() {
-  const char* e = std::getenv("EMBER_LOG");
-  return e && std::strcmp(e, "info") == 0;
-}
-double ms_since(std::chrono::steady_clock::time_point t) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
-}
 
 class OpenGLBackend : public Backend {
  public:
@@ -79,9 +66,7 @@ class OpenGLBackend : public Backend {
     }
     info.cache_hit = all_hit;
     info.cache_key = kernels.empty() ? "" : std::string(name()) + "-" + content_hash(keys);
-    if (log_info())
-      std::fprintf(stderr, "ember: %s: %zu kernels, compile %.1f ms (cache %s) on %s\n", p.name.c_str(), kernels.size(),
-                   info.codegen_ms + info.compile_ms, info.cache_hit ? "hit" : "miss", context().description.c_str());
+    if (log_info()) log_compile(p, kernels.size(), info, context().description);
     return make_runner(std::move(kernels), written_inputs(p));
   }
 };

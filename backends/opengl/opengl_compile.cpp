@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "backends/compile_cache.h"
+#include "backends/gpu_runtime.h"
 #include "backends/opengl/opengl.h"
 
 namespace ember::gl {
@@ -20,27 +21,6 @@ namespace ember::gl {
 namespace {
 
 constexpr char kBinaryMagic[8] = {'E', 'M', 'B', 'G', 'L', 'B', '0', '1'};
-
-std::string first_lines(const std::string& text, int n) {
-  std::string out;
-  size_t pos = 0;
-  for (int i = 0; i < n && pos < text.size(); ++i) {
-    size_t e = text.find('\n', pos);
-    if (e == std::string::npos) e = text.size();
-    out += text.substr(pos, e - pos) + "\n";
-    pos = e + 1;
-  }
-  if (pos < text.size()) out += "...\n";
-  return out;
-}
-
-bool has_float_atomic_add(const Node* scope) {
-  for (const Node* c = scope->first_child; c; c = c->next) {
-    if (c->op == Op::atomic && c->dtype == DType::f32 && c->kind == static_cast<uint8_t>(AtomicKind::add)) return true;
-    if (c->first_child && has_float_atomic_add(c)) return true;
-  }
-  return false;
-}
 
 bool env_on(const char* name) {
   const char* e = std::getenv(name);

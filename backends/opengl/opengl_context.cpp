@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "backends/gpu_runtime.h"
 #include "backends/opengl/opengl.h"
 
 #ifndef EMBER_VERSION
@@ -214,10 +215,14 @@ void create(Context& c) {
   release_current(c);
 }
 
+// Creates the context holding its lock (nothing else may use it before it is complete).
+void create_locked(Context& c) {
+  std::lock_guard<std::recursive_mutex> lock(c.mu);
+  create(c);
+}
+
+// Names whose deletion waits for the next Scope.
 struct Holder {
-  std::once_flag once;
-  Context* ctx = nullptr;
-  std::string error;
   std::mutex doomed_mu;
   std::vector<GLuint> doomed_buffers, doomed_programs;
 };
@@ -228,32 +233,11 @@ Holder& holder() {
 
 }  // namespace
 
-Context& context() {
-  Holder& h = holder();
-  std::call_once(h.once, [&] {
-    auto* c = new Context;  // never destroyed
-    try {
-      std::lock_guard<std::recursive_mutex> lock(c->mu);
-      create(*c);
-      h.ctx = c;
-    } catch (const std::exception& e) {
-      h.error = e.what();
-    }
-  });
-  if (!h.ctx) throw BackendError(h.error);
-  return *h.ctx;
-}
+Context& context() { return process_context(create_locked); }
 
 bool program_binaries() { return context().binary_formats > 0 && env("EMBER_OPENGL_PROGRAM_BINARY") != "0"; }
 
-std::string unavailable_reason() {
-  try {
-    context();
-    return "";
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-}
+std::string unavailable_reason() { return unavailable_reason_of(context); }
 
 Scope::Scope() {
   Context& c = context();

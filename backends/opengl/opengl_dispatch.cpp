@@ -23,11 +23,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <tuple>
 #include <unordered_set>
 
+#include "backends/gpu_runtime.h"
 #include "backends/opengl/opengl.h"
 
 namespace ember::gl {
@@ -37,15 +37,10 @@ namespace {
 constexpr int64_t kRingBytes = 64 * 1024;  // one uniform-buffer chunk of the params ring
 constexpr int kFlushDispatches = 256;      // glFlush this often so a GPU starts early
 
-bool debug_time() {
-  const char* d = std::getenv("EMBER_DEBUG");
-  return d && std::strstr(d, "time");
-}
-
 class Runner : public KernelRunner {
  public:
   Runner(std::unordered_map<int, KernelProgram> kernels, std::vector<int> written_inputs)
-      : kernels_(std::move(kernels)), written_(written_inputs.begin(), written_inputs.end()), time_(debug_time()) {}
+      : kernels_(std::move(kernels)), time_(debug_time()), inputs_(written_inputs) {}
 
   ~Runner() override {
     // Nothing is queued once a run has ended; the ring's buffers go back to the pool.
@@ -60,17 +55,14 @@ class Runner : public KernelRunner {
   void end_run(bool ok) override {
     try {
       synchronize();
-      if (ok)
-        for (auto& [caller, bound] : copy_back_)
-          std::memcpy(caller.data, bound.data, static_cast<size_t>(caller.size()) * 4);
+      inputs_.finish(ok);
     } catch (...) {
       glFinish();  // nothing may still use the buffers released here
-      copy_back_.clear();
+      inputs_.finish(false);
       keep_.clear();
       scope_.reset();
       throw;
     }
-    copy_back_.clear();
     scope_.reset();
   }
 
@@ -82,10 +74,7 @@ class Runner : public KernelRunner {
   HostTensor bind_input(const Node* arg, const HostTensor& t) override {
     if (find_buffer(t.data)) return t;  // already device memory (a result of an earlier call)
     Scope s;
-    HostTensor d = device_tensor(t.dtype, t.shape, false);
-    if (t.size() > 0) std::memcpy(d.data, t.data, static_cast<size_t>(t.size()) * 4);
-    if (written_.count(arg->index)) copy_back_.emplace_back(t, d);
-    return d;
+    return inputs_.bind(arg, t, device_tensor(t.dtype, t.shape, false));
   }
 
   void synchronize() override {
@@ -102,8 +91,7 @@ class Runner : public KernelRunner {
     if (fence) glDeleteSync(fence);
     pending_ = false;
     keep_.clear();
-    reads_.clear();
-    writes_.clear();
+    hazards_.clear();
     ring_used_ = 0;
     ring_offset_ = 0;
     dispatches_ = 0;
@@ -116,35 +104,15 @@ class Runner : public KernelRunner {
 
   void run_kernel(const Node* kernel, const std::vector<HostTensor*>& memories, const std::vector<uint32_t>& params,
                   const std::vector<int64_t>& dims) override {
-    auto it = kernels_.find(kernel->index);
-    EMBER_INTERNAL_ASSERT(it != kernels_.end(), "kernel #" << kernel->index << " was not compiled for this program");
-    const KernelProgram& kp = it->second;
-    EMBER_INTERNAL_ASSERT(memories.size() == kernel->memories.size() && params.size() == kernel->params.size(),
-                          "kernel #" << kernel->index << ": got " << memories.size() << " memories and "
-                                     << params.size() << " params");
-    int64_t threads = 1;
-    for (int64_t d : dims) threads *= d > 0 ? d : 0;
+    const KernelProgram& kp = compiled_kernel(kernels_, kernel, memories.size(), params.size());
+    const int64_t threads = dispatch_threads(dims);
     if (threads == 0) return;
     Scope scope;
     Context& c = context();
-    if (threads > INT32_MAX)
-      throw BackendError("ember: kernel #" + std::to_string(kernel->index) + " runs " + std::to_string(threads) +
-                         " threads; the OpenGL backend dispatches at most 2^31 - 1 per kernel");
-    const uint32_t group = static_cast<uint32_t>(glsl_dialect().group_size);
-    const uint64_t groups = (static_cast<uint64_t>(threads) + group - 1) / group;
-    const uint32_t gx = static_cast<uint32_t>(std::min<uint64_t>(groups, static_cast<uint64_t>(c.max_groups[0])));
-    const uint32_t gy = static_cast<uint32_t>((groups + gx - 1) / gx);
-    if (gy > static_cast<uint32_t>(c.max_groups[1]))
-      throw BackendError("ember: kernel #" + std::to_string(kernel->index) + " needs a grid of " + std::to_string(gx) +
-                         " x " + std::to_string(gy) + " groups, more than " + c.description + " allows");
-    if (c.loop_limit > 0 && !kp.loops.empty()) {
-      const int64_t iters = loop_iterations(kp.loops, params);
-      if (iters > c.loop_limit)
-        throw BackendError("ember: kernel #" + std::to_string(kernel->index) + " runs about " + std::to_string(iters) +
-                           " loop iterations per thread; " + c.description + " stops every loop of a shader after " +
-                           std::to_string(c.loop_limit) + " in total and would return wrong results (use the cpu "
-                           "backend, or a GPU)");
-    }
+    const GpuGrid grid = dispatch_grid(kernel, threads, static_cast<uint32_t>(glsl_dialect().group_size),
+                                       static_cast<uint64_t>(c.max_groups[0]), static_cast<uint64_t>(c.max_groups[1]),
+                                       "OpenGL", c.description);
+    check_loop_limit(kernel, kp.loops, params, c.loop_limit, c.description);
 
     std::vector<GLuint> names(memories.size());
     std::vector<GLsizeiptr> sizes(memories.size());
@@ -175,26 +143,17 @@ class Runner : public KernelRunner {
       names[spill] = names[spill + 1] = arena->name;
       sizes.resize(spill + 2);
       sizes[spill] = sizes[spill + 1] = static_cast<GLsizeiptr>(total);
-      reads_.clear();
-      writes_.clear();
+      hazards_.clear();
     }
     const std::vector<GLintptr> offsets(names.size(), 0);
 
     // A barrier against earlier dispatches whose writes this one depends on (or overwrites).
-    bool conflict = false;
-    for (size_t i = 0; i < spill && i < names.size() && !conflict; ++i) {
-      const bool w = kp.access.writes_slot(i), r = kp.access.reads_slot(i);
-      conflict = (w && (reads_.count(names[i]) || writes_.count(names[i]))) || (r && writes_.count(names[i]));
-    }
-    if (conflict) {
+    const size_t bound = std::min(spill, names.size());  // slots with their own binding
+    if (hazards_.conflicts(kp.access, names, bound)) {
       glMemoryBarrier(GL_SHADER_STORAGE_BARRIER_BIT);
-      reads_.clear();
-      writes_.clear();
+      hazards_.clear();
     }
-    for (size_t i = 0; i < spill && i < names.size(); ++i) {
-      if (kp.access.writes_slot(i)) writes_.insert(names[i]);
-      if (kp.access.reads_slot(i)) reads_.insert(names[i]);
-    }
+    hazards_.add(kp.access, names, bound);
 
     // Header and params into the next ring slot.
     const int64_t words = static_cast<int64_t>(params.size() + arena_words.size()) + kGpuHeaderWords;
@@ -202,7 +161,7 @@ class Runner : public KernelRunner {
     auto [ubo, offset, mapped] = ring_slot(c, bytes);
     uint32_t* w = static_cast<uint32_t*>(mapped);
     w[0] = static_cast<uint32_t>(threads);
-    w[1] = gx * group;
+    w[1] = grid.row;
     if (!params.empty()) std::memcpy(w + kGpuHeaderWords, params.data(), params.size() * 4);
     if (!arena_words.empty())
       std::memcpy(w + kGpuHeaderWords + params.size(), arena_words.data(), arena_words.size() * 4);
@@ -222,7 +181,7 @@ class Runner : public KernelRunner {
       glFinish();
       t0 = std::chrono::steady_clock::now();
     }
-    glDispatchCompute(gx, gy, 1);
+    glDispatchCompute(grid.gx, grid.gy, 1);
     pending_ = true;
     for (HostTensor* m : memories) keep_.push_back(m->owner);
     if (arena) {
@@ -233,8 +192,7 @@ class Runner : public KernelRunner {
                                    static_cast<GLintptr>(arena_words[i - spill]) * 4, 0,
                                    static_cast<GLsizeiptr>(std::max<int64_t>(memories[i]->size(), 1) * 4));
       keep_.push_back(arena);
-      reads_.clear();  // the barrier above ordered this dispatch against everything after it
-      writes_.clear();
+      hazards_.clear();  // the barrier above ordered this dispatch against everything after it
     }
     if (time_it) {
       glFinish();
@@ -269,7 +227,6 @@ class Runner : public KernelRunner {
   }
 
   std::unordered_map<int, KernelProgram> kernels_;
-  std::unordered_set<int> written_;  // argument positions the program writes
   const bool time_;
   std::unordered_set<int> timed_;    // kernels whose first dispatch was timed
   std::unique_ptr<Scope> scope_;     // held from begin_run to end_run
@@ -277,11 +234,11 @@ class Runner : public KernelRunner {
   int dispatches_ = 0;
   GLuint last_program_ = 0;
   std::vector<std::shared_ptr<void>> keep_;      // buffers queued dispatches use
-  std::unordered_set<GLuint> reads_, writes_;    // since the last barrier
+  DispatchHazards<GLuint> hazards_;              // since the last barrier
   std::vector<std::shared_ptr<Buffer>> ring_;  // the params ring's chunks
   size_t ring_used_ = 0;
   int64_t ring_offset_ = 0;
-  std::vector<std::pair<HostTensor, HostTensor>> copy_back_;  // (caller's tensor, device copy)
+  WrittenInputs inputs_;
 };
 
 }  // namespace

@@ -115,20 +115,15 @@ std::shared_ptr<const std::vector<uint32_t>> compile_spirv(const std::string& so
 std::shared_ptr<Pipeline> make_pipeline(const std::vector<uint32_t>& spirv, const std::string& entry, int bindings,
                                         uint32_t push_bytes, bool* created);
 
-// One compiled kernel as the runner dispatches it; reads/writes say which memory slots the
-// kernel loads from and stores or atomically updates (for barriers); loops feed
-// Context::loop_limit (backends/gpu_kernel.h).
+// One compiled kernel as the runner dispatches it; access says which memory slots the kernel
+// loads from and stores or atomically updates (for barriers); loops feed Context::loop_limit
+// (backends/gpu_kernel.h).
 struct KernelBinary {
   std::shared_ptr<Pipeline> pipeline;
   bool params_in_buffer = false;
-  std::vector<char> reads, writes;
+  MemoryAccess access;
   std::vector<LoopBound> loops;
 };
-// The loop iterations one thread of `kernel` runs, as far as the host can tell from its params
-// (loops with thread-dependent bounds count as one iteration; small constant loops, which
-// drivers unroll, as none).
-int64_t loop_iterations(const KernelBinary& k, const std::vector<uint32_t>& params);
-void find_loops(const Node* kernel, KernelBinary& k);
 // The KernelRunner of a compiled program (vulkan_dispatch.cpp). `written_inputs`: argument
 // positions the program stores into, copied back to the caller's memory after each run.
 std::unique_ptr<KernelRunner> make_runner(std::unordered_map<int, KernelBinary> kernels, std::vector<int> written_inputs);

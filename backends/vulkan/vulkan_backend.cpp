@@ -4,28 +4,15 @@
 // interpreter runs the host plan. EMBER_DEBUG=time prints per-shader times.
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 
 #include "backends/compile_cache.h"
+#include "backends/gpu_runtime.h"
 #include "backends/vulkan/vulkan.h"
 #include "codegen/c_printer.h"
 
 namespace ember::vk {
 
 namespace {
-
-bool debug_time() {
-  const char* d = std::getenv("EMBER_DEBUG");
-  return d && std::strstr(d, "time");
-}
-bool log_info() {
-  const char* e = std::getenv("EMBER_LOG");
-  return e && std::strcmp(e, "info") == 0;
-}
-double ms_since(std::chrono::steady_clock::time_point t) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
-}
 
 class VulkanBackend : public Backend {
  public:
@@ -69,9 +56,7 @@ class VulkanBackend : public Backend {
       KernelBinary kb;
       kb.pipeline = make_pipeline(*spirv, entry, bindings, push, &created);
       kb.params_in_buffer = layout.params_in_buffer;
-      MemoryAccess access = memory_accesses(k);
-      kb.reads = std::move(access.reads);
-      kb.writes = std::move(access.writes);
+      kb.access = memory_accesses(k);
       kb.loops = find_loops(k);
       const double pipe_ms = ms_since(t2);
       EMBER_INTERNAL_ASSERT(!kernels.count(k->index), "two kernels share the id #" << k->index);
@@ -96,9 +81,7 @@ class VulkanBackend : public Backend {
 
     // Inputs the program stores into: their device copies are written back after each run.
     std::vector<int> written = written_inputs(p);
-    if (log_info())
-      std::fprintf(stderr, "ember: %s: %zu kernels, compile %.1f ms (cache %s) on %s\n", p.name.c_str(), kernels.size(),
-                   info.codegen_ms + info.compile_ms, info.cache_hit ? "hit" : "miss", context().description.c_str());
+    if (log_info()) log_compile(p, kernels.size(), info, context().description);
     return make_runner(std::move(kernels), std::move(written));
   }
 

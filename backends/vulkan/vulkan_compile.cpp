@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "backends/compile_cache.h"
+#include "backends/gpu_runtime.h"
 #include "backends/vulkan/vulkan.h"
 
 #ifndef EMBER_VERSION
@@ -23,19 +24,6 @@ namespace {
 // SPIR-V 1.3 for Vulkan 1.1; no spirv-opt pass (the driver optimizes; it would double the
 // compile time of a cold start).
 constexpr const char* kShadercFlags = "vulkan1.1 spirv1.3 O0";
-
-std::string first_lines(const std::string& text, int n) {
-  std::string out;
-  size_t pos = 0;
-  for (int i = 0; i < n && pos < text.size(); ++i) {
-    size_t e = text.find('\n', pos);
-    if (e == std::string::npos) e = text.size();
-    out += text.substr(pos, e - pos) + "\n";
-    pos = e + 1;
-  }
-  if (pos < text.size()) out += "...\n";
-  return out;
-}
 
 std::vector<uint32_t> run_shaderc(const std::string& source, Language lang, const std::string& entry,
                                   const std::string& source_path) {
@@ -62,14 +50,6 @@ std::vector<uint32_t> run_shaderc(const std::string& source, Language lang, cons
     throw CompileError("ember: shaderc failed to compile a generated " + std::string(language_name(lang)) +
                        " kernel\n  source: " + source_path + "\n" + first_lines(msg, 30));
   return words;
-}
-
-bool has_float_atomic_add(const Node* scope) {
-  for (const Node* c = scope->first_child; c; c = c->next) {
-    if (c->op == Op::atomic && c->dtype == DType::f32 && c->kind == static_cast<uint8_t>(AtomicKind::add)) return true;
-    if (c->first_child && has_float_atomic_add(c)) return true;
-  }
-  return false;
 }
 
 }  // namespace

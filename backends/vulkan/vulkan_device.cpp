@@ -11,6 +11,7 @@
 #include <filesystem>
 
 #include "backends/compile_cache.h"
+#include "backends/gpu_runtime.h"
 #include "backends/vulkan/vulkan.h"
 
 #ifndef EMBER_VERSION
@@ -229,16 +230,6 @@ void create(Context& c) {
   }
 }
 
-struct Holder {
-  std::once_flag once;
-  Context* ctx = nullptr;
-  std::string error;
-};
-Holder& holder() {
-  static Holder* h = new Holder;  // never destroyed
-  return *h;
-}
-
 }  // namespace
 
 const char* result_name(VkResult r) {
@@ -261,29 +252,9 @@ void check(VkResult r, const char* what) {
   if (r != VK_SUCCESS) throw BackendError(std::string("ember: Vulkan call ") + what + " failed: " + result_name(r));
 }
 
-Context& context() {
-  Holder& h = holder();
-  std::call_once(h.once, [&] {
-    auto* c = new Context;  // never destroyed
-    try {
-      create(*c);
-      h.ctx = c;
-    } catch (const std::exception& e) {
-      h.error = e.what();
-    }
-  });
-  if (!h.ctx) throw BackendError(h.error);
-  return *h.ctx;
-}
+Context& context() { return process_context(create); }
 
-std::string unavailable_reason() {
-  try {
-    context();
-    return "";
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-}
+std::string unavailable_reason() { return unavailable_reason_of(context); }
 
 int validation_errors() { return g_validation_errors.load(); }
 

@@ -15,8 +15,8 @@
 //     grid row; the shader guards the flat id against `threads`).
 #include <algorithm>
 #include <cstring>
-#include <unordered_set>
 
+#include "backends/gpu_runtime.h"
 #include "backends/vulkan/vulkan.h"
 
 namespace ember::vk {
@@ -46,7 +46,7 @@ void memory_barrier(VkCommandBuffer cmd, VkPipelineStageFlags dst_stage, VkAcces
 class Runner : public KernelRunner {
  public:
   Runner(std::unordered_map<int, KernelBinary> kernels, std::vector<int> written_inputs)
-      : kernels_(std::move(kernels)), written_(written_inputs.begin(), written_inputs.end()) {
+      : kernels_(std::move(kernels)), inputs_(written_inputs) {
     Context& c = context();
     VkCommandPoolCreateInfo ci{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
     ci.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
@@ -71,15 +71,12 @@ class Runner : public KernelRunner {
   void end_run(bool ok) override {
     try {
       synchronize();
-      if (ok)
-        for (auto& [caller, bound] : copy_back_)
-          std::memcpy(caller.data, bound.data, static_cast<size_t>(caller.size()) * 4);
+      inputs_.finish(ok);
     } catch (...) {
-      copy_back_.clear();
+      inputs_.finish(false);
       run_mu_.unlock();
       throw;
     }
-    copy_back_.clear();
     run_mu_.unlock();
   }
 
@@ -87,10 +84,7 @@ class Runner : public KernelRunner {
 
   HostTensor bind_input(const Node* arg, const HostTensor& t) override {
     if (find_buffer(t.data)) return t;  // already device memory (a result of an earlier call)
-    HostTensor d = device_tensor(t.dtype, t.shape, false);
-    if (t.size() > 0) std::memcpy(d.data, t.data, static_cast<size_t>(t.size()) * 4);
-    if (written_.count(arg->index)) copy_back_.emplace_back(t, d);
-    return d;
+    return inputs_.bind(arg, t, device_tensor(t.dtype, t.shape, false));
   }
 
   void synchronize() override {
@@ -100,69 +94,39 @@ class Runner : public KernelRunner {
 
   void run_kernel(const Node* kernel, const std::vector<HostTensor*>& memories, const std::vector<uint32_t>& params,
                   const std::vector<int64_t>& dims) override {
-    auto it = kernels_.find(kernel->index);
-    EMBER_INTERNAL_ASSERT(it != kernels_.end(), "kernel #" << kernel->index << " was not compiled for this program");
-    const KernelBinary& kb = it->second;
-    EMBER_INTERNAL_ASSERT(memories.size() == kernel->memories.size() && params.size() == kernel->params.size(),
-                          "kernel #" << kernel->index << ": got " << memories.size() << " memories and "
-                                     << params.size() << " params");
-    int64_t threads = 1;
-    for (int64_t d : dims) threads *= d > 0 ? d : 0;
+    const KernelBinary& kb = compiled_kernel(kernels_, kernel, memories.size(), params.size());
+    const int64_t threads = dispatch_threads(dims);
     if (threads == 0) return;
     Context& c = context();
-    if (threads > INT32_MAX)
-      throw BackendError("ember: kernel #" + std::to_string(kernel->index) + " runs " + std::to_string(threads) +
-                         " threads; the Vulkan backend dispatches at most 2^31 - 1 per kernel");
-    const uint32_t group = static_cast<uint32_t>(glsl_dialect().group_size);
-    const uint64_t groups = (static_cast<uint64_t>(threads) + group - 1) / group;
-    const uint64_t max_x = c.props.limits.maxComputeWorkGroupCount[0];
-    const uint32_t gx = static_cast<uint32_t>(std::min<uint64_t>(groups, max_x));
-    const uint32_t gy = static_cast<uint32_t>((groups + gx - 1) / gx);
-    if (gy > c.props.limits.maxComputeWorkGroupCount[1])
-      throw BackendError("ember: kernel #" + std::to_string(kernel->index) + " needs a grid of " + std::to_string(gx) +
-                         " x " + std::to_string(gy) + " groups, more than " + c.description + " allows");
-
-    if (c.loop_limit > 0 && !kb.loops.empty()) {
-      const int64_t iters = loop_iterations(kb.loops, params);
-      if (iters > c.loop_limit)
-        throw BackendError("ember: kernel #" + std::to_string(kernel->index) + " runs about " + std::to_string(iters) +
-                           " loop iterations per thread; " + c.description + " stops every loop of a shader after " +
-                           std::to_string(c.loop_limit) + " in total and would return wrong results (use the cpu "
-                           "backend, or a GPU)");
-    }
+    const GpuGrid grid = dispatch_grid(kernel, threads, static_cast<uint32_t>(glsl_dialect().group_size),
+                                       c.props.limits.maxComputeWorkGroupCount[0],
+                                       c.props.limits.maxComputeWorkGroupCount[1], "Vulkan", c.description);
+    check_loop_limit(kernel, kb.loops, params, c.loop_limit, c.description);
 
     std::vector<Buffer*> bufs(memories.size());
+    std::vector<VkBuffer> handles(memories.size());
     for (size_t i = 0; i < memories.size(); ++i) {
       bufs[i] = find_buffer(memories[i]->data);
       EMBER_INTERNAL_ASSERT(bufs[i], "kernel #" << kernel->index << ": memory " << i
                                                 << " is not a Vulkan buffer (allocated outside the runner)");
+      handles[i] = bufs[i]->buffer;
     }
 
     begin_batch();
     Batch& b = *cur_;
     // Barrier against earlier dispatches of this epoch.
-    bool conflict = need_barrier_;
-    for (size_t i = 0; i < bufs.size() && !conflict; ++i) {
-      VkBuffer vb = bufs[i]->buffer;
-      bool w = kb.writes.empty() || kb.writes[i], r = kb.reads.empty() || kb.reads[i];
-      conflict = (w && (epoch_reads_.count(vb) || epoch_writes_.count(vb))) || (r && epoch_writes_.count(vb));
-    }
-    if (conflict) {
+    if (need_barrier_ || epoch_.conflicts(kb.access, handles, handles.size())) {
       memory_barrier(b.cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
-      epoch_reads_.clear();
-      epoch_writes_.clear();
+      epoch_.clear();
       need_barrier_ = false;
     }
-    for (size_t i = 0; i < bufs.size(); ++i) {
-      if (kb.writes.empty() || kb.writes[i]) epoch_writes_.insert(bufs[i]->buffer);
-      if (kb.reads.empty() || kb.reads[i]) epoch_reads_.insert(bufs[i]->buffer);
-    }
+    epoch_.add(kb.access, handles, handles.size());
 
     // Header and params.
     std::vector<uint32_t> words;
     words.reserve(params.size() + kGpuHeaderWords);
     words.push_back(static_cast<uint32_t>(threads));
-    words.push_back(gx * group);
+    words.push_back(grid.row);
     words.insert(words.end(), params.begin(), params.end());
     std::shared_ptr<Buffer> param_buf;
     if (kb.params_in_buffer) {
@@ -196,7 +160,7 @@ class Runner : public KernelRunner {
     if (!kb.params_in_buffer)
       vkCmdPushConstants(b.cmd, p.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, static_cast<uint32_t>(words.size() * 4),
                          words.data());
-    vkCmdDispatch(b.cmd, gx, gy, 1);
+    vkCmdDispatch(b.cmd, grid.gx, grid.gy, 1);
     for (HostTensor* m : memories) b.keep.push_back(m->owner);
     b.keep.push_back(kb.pipeline);
     if (++b.dispatches >= kBatchDispatches) submit();
@@ -232,8 +196,7 @@ class Runner : public KernelRunner {
     check(vkBeginCommandBuffer(cur_->cmd, &bi), "vkBeginCommandBuffer");
     cur_->recording = true;
     // Work submitted earlier may still write what this command buffer reads.
-    epoch_reads_.clear();
-    epoch_writes_.clear();
+    epoch_.clear();
     need_barrier_ = !in_flight_.empty();
   }
 
@@ -301,14 +264,13 @@ class Runner : public KernelRunner {
   }
 
   std::unordered_map<int, KernelBinary> kernels_;
-  std::unordered_set<int> written_;  // argument positions the program writes
   std::mutex run_mu_;                // one run at a time (begin_run .. end_run)
   VkCommandPool cmd_pool_ = VK_NULL_HANDLE;
   std::unique_ptr<Batch> cur_;
   std::vector<std::unique_ptr<Batch>> in_flight_, free_;
-  std::unordered_set<VkBuffer> epoch_reads_, epoch_writes_;
+  DispatchHazards<VkBuffer> epoch_;  // since the last barrier of the current command buffer
   bool need_barrier_ = false;
-  std::vector<std::pair<HostTensor, HostTensor>> copy_back_;  // (caller's tensor, device copy)
+  WrittenInputs inputs_;
 };
 
 }  // namespace

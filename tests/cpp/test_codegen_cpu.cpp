@@ -26,6 +26,7 @@
 #include "core/ir/verifier.h"
 #include "core/passes/pipeline.h"
 #include "core/passes/split_host.h"
+#include "codegen_test_helpers.h"
 #include "programs.h"
 
 namespace ember {
@@ -33,54 +34,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-Node* ld(Builder& b, Node* mem, Node* idx, const Shape& s) {
-  Node* n = b.load(mem, {idx}, s, IndexMode::unsafe);
-  n->flat = true;
-  return n;
-}
-void st(Builder& b, Node* mem, Node* idx, Node* v, const Shape& s) { b.store(mem, v, {idx}, s, IndexMode::unsafe)->flat = true; }
-Node* at(Builder& b, AtomicKind k, Node* mem, Node* idx, Node* v, const Shape& s) {
-  Node* n = b.atomic(k, mem, v, {idx}, s, IndexMode::unsafe);
-  n->flat = true;
-  return n;
-}
-void finish(Program& p) {
-  split_host(p);
-  verify(p, VerifyOptions{true});
-}
-
-// Random words of dtype t, never zero, with `edges` written over the first elements.
-HostTensor random_tensor(DType t, std::vector<int64_t> shape, uint32_t seed, const std::vector<uint32_t>& edges = {}) {
-  HostTensor h = HostTensor::alloc(t, std::move(shape), false);
-  std::mt19937 rng(seed);
-  for (int64_t k = 0; k < h.size(); ++k) {
-    uint32_t w = 0;
-    switch (t) {
-      case DType::f32: { float f = 0; while (f == 0) f = std::uniform_real_distribution<float>(-8, 8)(rng); w = f2w(f); break; }
-      case DType::i32: { int v = 0; while (v == 0) v = std::uniform_int_distribution<int>(-100, 100)(rng); w = i2w(v); break; }
-      case DType::u32: w = std::uniform_int_distribution<uint32_t>(1, 100000)(rng); break;
-      default: w = rng() & 1u; break;
-    }
-    h.data[k] = w;
-  }
-  for (size_t k = 0; k < edges.size() && static_cast<int64_t>(k) < h.size(); ++k) h.data[k] = edges[k];
-  return h;
-}
-
-std::vector<ArgValue> deep_copy(const std::vector<ArgValue>& args) {
-  std::vector<ArgValue> out;
-  for (const ArgValue& a : args) {
-    if (!a.is_tensor) { out.push_back(a); continue; }
-    HostTensor t = HostTensor::alloc(a.tensor.dtype, a.tensor.shape, false);
-    std::memcpy(t.data, a.tensor.data, static_cast<size_t>(t.size()) * 4);
-    out.push_back(ArgValue::of_tensor(t));
-  }
-  return out;
-}
-
-std::string word_str(uint32_t w, DType t) {
-  return t == DType::f32 ? std::to_string(w2f(w)) : t == DType::i32 ? std::to_string(w2i(w)) : std::to_string(w);
-}
+using namespace codegen_test;
 
 // Runs `p` on the CPU backend and in the interpreter; every output word must agree.
 std::vector<HostTensor> run_both(const Program& p, const std::vector<ArgValue>& args, const std::vector<std::string>& names = {}) {
@@ -106,40 +60,14 @@ std::vector<HostTensor> run_both(const Program& p, const std::vector<ArgValue>& 
   return got;
 }
 
-// Ops whose result eval.cpp defines for operands of dtype t.
-bool defined_on(Op op, DType t) {
-  if (op == Op::cast || op == Op::bitcast || op == Op::select) return false;
-  if (!has_flag(op, F_ELEMENTWISE)) return false;
-  if (t == DType::f32) return op != Op::bnot && op != Op::band && op != Op::bor && op != Op::bxor && op != Op::shl && op != Op::shr;
-  return op_info(op).rule != DTypeRule::Float;
-}
-DType result_dtype(Op op, DType t) {
-  DTypeRule r = op_info(op).rule;
-  return r == DTypeRule::Bool ? DType::boolean : r == DTypeRule::Float ? DType::f32 : t;
-}
-
 // out_k[i] = op_k(a[i], b[i]) for every elementwise op defined on t, in one kernel.
 void check_all_ops(DType t, const std::vector<uint32_t>& edges_a, const std::vector<uint32_t>& edges_b) {
-  Program p;
-  Builder b(p);
-  Shape s{b.shape_arg("N")};
-  Node* A = b.input(t, s, 0, "a");
-  Node* B = b.input(t, s, 1, "b");
   std::vector<Op> ops;
   std::vector<std::string> names;
   for (int o = 0; o < kOpCount; ++o)
     if (defined_on(static_cast<Op>(o), t)) { ops.push_back(static_cast<Op>(o)); names.push_back(op_name(ops.back())); }
-  std::vector<Node*> outs;
-  for (Op op : ops) outs.push_back(b.buffer(result_dtype(op, t), s, false));
-  b.set_insert_end(b.kernel(s));
-  Node* i = b.index(0, s);
-  Node* a = ld(b, A, i, s);
-  Node* c = ld(b, B, i, s);
-  for (size_t k = 0; k < ops.size(); ++k)
-    st(b, outs[k], i, op_info(ops[k]).arity == 1 ? b.unary(ops[k], a) : b.binary(ops[k], a, c), s);
-  b.set_insert_end(p.root());
-  for (size_t k = 0; k < outs.size(); ++k) b.output(outs[k], static_cast<int>(k));
-  finish(p);
+  Program p;
+  ops_program(p, t, ops);
   run_both(p, {ArgValue::of_tensor(random_tensor(t, {5000}, 1, edges_a)), ArgValue::of_tensor(random_tensor(t, {5000}, 2, edges_b))}, names);
 }
 
@@ -179,43 +107,7 @@ TEST_F(CodegenCpu, BoolOps) { check_all_ops(DType::boolean, {1, 1, 0, 0}, {1, 0,
 
 TEST_F(CodegenCpu, CastsBitcastsSelectAndParams) {
   Program p;
-  Builder b(p);
-  Shape s{b.shape_arg("N")};
-  const DType types[] = {DType::f32, DType::i32, DType::u32, DType::boolean};
-  std::vector<Node*> in, outs;
-  for (int k = 0; k < 4; ++k) in.push_back(b.input(types[k], s, k, std::string("x") + dtype_name(types[k])));
-  Node* sf = b.scalar_arg(DType::f32, 4, "sf");
-  Node* si = b.scalar_arg(DType::i32, 5, "si");
-  Node* su = b.scalar_arg(DType::u32, 6, "su");
-  Node* sb = b.scalar_arg(DType::boolean, 7, "sb");
-  // Bitcasts to bool are left out: eval.cpp keeps the word (a "bool" that is neither 0 nor 1),
-  // generated code yields word != 0.
-  auto bitcast_ok = [&](int j) { return types[j] != DType::boolean; };
-  for (int k = 0; k < 4; ++k)
-    for (int j = 0; j < 4; ++j)
-      if (j != k) {
-        outs.push_back(b.buffer(types[j], s, false));
-        if (bitcast_ok(j)) outs.push_back(b.buffer(types[j], s, false));
-      }
-  Node* sel = b.buffer(DType::f32, s, false);
-  b.set_insert_end(b.kernel(s));
-  Node* i = b.index(0, s);
-  std::vector<Node*> v;
-  for (int k = 0; k < 4; ++k) v.push_back(ld(b, in[k], i, s));
-  size_t o = 0;
-  for (int k = 0; k < 4; ++k)
-    for (int j = 0; j < 4; ++j)
-      if (j != k) {
-        st(b, outs[o++], i, b.cast(v[k], types[j]), s);
-        if (bitcast_ok(j)) st(b, outs[o++], i, b.bitcast(v[k], types[j]), s);
-      }
-  Node* x = b.select(b.binary(Op::gt, v[0], sf), b.binary(Op::mul, v[0], sf), b.cast(b.binary(Op::add, v[1], si), DType::f32));
-  Node* y = b.select(b.binary(Op::land, v[3], sb), b.cast(b.binary(Op::bxor, v[2], su), DType::f32), x);
-  st(b, sel, i, y, s);
-  b.set_insert_end(p.root());
-  for (size_t k = 0; k < outs.size(); ++k) b.output(outs[k], static_cast<int>(k));
-  b.output(sel, static_cast<int>(outs.size()));
-  finish(p);
+  casts_program(p);
   std::vector<ArgValue> args = {
       ArgValue::of_tensor(random_tensor(DType::f32, {3000}, 3, {f2w(kNaN), f2w(kInf), f2w(-kInf), f2w(3e9f), f2w(-3e9f), f2w(5e9f), f2w(-0.7f)})),
       ArgValue::of_tensor(random_tensor(DType::i32, {3000}, 4, {i2w(INT_MIN), i2w(INT_MAX), i2w(-1)})),

@@ -4,11 +4,8 @@ a driver, program binaries in the disk cache (and nothing cached when the driver
 format), EMBER_DEBUG=time, memory semantics, every example kernel as the backend prints it
 through glslangValidator, and N-body and fluid agreeing with cpu within 1e-4 relative. The whole
 suite also runs on opengl through the `backend` fixture."""
-import os
 import re
 import shutil
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -16,26 +13,16 @@ import numpy as np
 import pytest
 
 import ember as em
-from conftest import _unavailable
-
-BUILD_PYTHON = str(Path(em.__file__).resolve().parents[1])
+from gpu_test_helpers import (BUILD_PYTHON, check_example_kernels,  # noqa: F401 (imported by others)
+                              check_inputs_written_back_and_results_stay_on_the_device, nbody_and_fluid, need,
+                              rel_close, run_child, run_debug_time_child)
 
 
 @pytest.fixture
 def gl():
-    reason = _unavailable("opengl")
-    if reason:
-        pytest.skip(f"backend opengl unavailable: {reason}")
+    need("opengl")
     em.init(backend="opengl")
     yield em._ember.opengl_info()
-
-
-def run_child(code, *args, env=None, unset=(), prefix=()):
-    e = dict(os.environ, **(env or {}))
-    for k in unset:
-        e.pop(k, None)
-    return subprocess.run([*prefix, sys.executable, "-c", textwrap.dedent(code), BUILD_PYTHON, *args], env=e,
-                          capture_output=True, text=True, timeout=300)
 
 
 _SAXPY = """
@@ -145,38 +132,13 @@ def test_program_binaries_cached_or_nothing(gl, tmp_path):
 
 
 def test_debug_time_shows_per_shader_times(gl, tmp_path):
-    proc = run_child("""
-        import sys
-        sys.path.insert(0, sys.argv[1])
-        import numpy as np, ember as em
-        em.init(backend="opengl")
-
-        @em.compile
-        def f(X: em.f32["N"]):
-            return em.sin(X) * 2.0
-        f(np.ones(10, np.float32))
-    """, env={"EMBER_DEBUG": "time", "EMBER_CACHE_DIR": str(tmp_path)})
-    assert proc.returncode == 0, proc.stderr
-    assert re.search(r"ember: shader ember_k0_[0-9a-f]+ +glsl->program +[0-9.]+ ms \(compiled\)", proc.stderr), \
-        proc.stderr
-    assert re.search(r"ember: shader ember_k0_[0-9a-f]+ +first dispatch +[0-9.]+ ms \(10 threads\)", proc.stderr), \
-        proc.stderr
-    assert re.search(r"ember: split_host +[0-9.]+ ms", proc.stderr), proc.stderr
+    stderr = run_debug_time_child("opengl", tmp_path)
+    assert re.search(r"ember: shader ember_k0_[0-9a-f]+ +glsl->program +[0-9.]+ ms \(compiled\)", stderr), stderr
+    assert re.search(r"ember: shader ember_k0_[0-9a-f]+ +first dispatch +[0-9.]+ ms \(10 threads\)", stderr), stderr
 
 
 def test_inputs_written_back_and_results_stay_on_the_device(gl):
-    @em.compile
-    def bump(X: em.f32["N"], s: em.f32):  # noqa: F821
-        X[0] = 42.0
-        return X * s
-
-    X = np.arange(5, dtype=np.float32)
-    Y = bump(X, 2.0)
-    assert X[0] == 42.0  # the caller's array sees the program's write, as on cpu
-    np.testing.assert_array_equal(Y.numpy(), np.array([84, 2, 4, 6, 8], np.float32))
-    Z = bump(Y, 0.5)  # an em.Tensor result as the next input: used in place, written in place
-    np.testing.assert_array_equal(Z.numpy(), np.array([21, 1, 2, 3, 4], np.float32))
-    assert Y.numpy()[0] == 42.0
+    check_inputs_written_back_and_results_stay_on_the_device()
 
 
 def test_float_atomics_native_and_compare_and_swap(gl):
@@ -198,51 +160,14 @@ def test_float_atomics_native_and_compare_and_swap(gl):
 
 def test_every_example_kernel_passes_glslang_validator(gl, tmp_path):
     """Each example's kernels exactly as the OpenGL backend gives them to the driver."""
-    if not shutil.which("glslangValidator"):
-        pytest.skip("glslangValidator is not installed (Debian: glslang-tools)")
-    from test_examples import example
-    from test_vulkan import EXAMPLE_PROGRAMS, _shaders
-    checked = 0
-    for name in EXAMPLE_PROGRAMS:
-        mod = example(name)
-        for attr, prog in vars(mod).items():
-            if not isinstance(prog, em.Program):
-                continue
-            for symbol, shader in _shaders(prog.source()):
-                assert "dialect, OpenGL" in shader.splitlines()[0]
-                path = tmp_path / f"{symbol}.comp"
-                path.write_text(shader)
-                proc = subprocess.run(["glslangValidator", str(path)], capture_output=True, text=True)
-                assert proc.returncode == 0, f"{name}.{attr} {symbol}:\n{proc.stdout}{proc.stderr}"
-                checked += 1
-    assert checked >= len(EXAMPLE_PROGRAMS)
-
-
-def _rel_close(got, want, rtol=1e-4):
-    scale = float(np.max(np.abs(want)))
-    np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol * scale)
+    check_example_kernels(tmp_path, lambda prog: prog.source(), "comp",
+                          lambda path, symbol: ["glslangValidator", str(path)], first_line="dialect, OpenGL")
 
 
 def test_nbody_and_fluid_agree_with_cpu(gl, rng):
-    from test_acceptance import nbody_step
-    from test_examples import example
-    X0 = rng.uniform(-1, 1, (512, 3)).astype(np.float32)
-    V0 = rng.uniform(-0.1, 0.1, (512, 3)).astype(np.float32)
-    fl = example("fluid")
-    U0, W0 = (rng.uniform(-1.5, 1.5, (48, 64)).astype(np.float32) for _ in range(2))
-    D0 = rng.uniform(0.1, 1, (48, 64)).astype(np.float32)
-    results = {}
-    for b in ("cpu", "opengl"):
-        em.init(backend=b)
-        X, V = X0, V0
-        for _ in range(3):
-            X, V = nbody_step(X, V, 0.01)
-        U, W, D = U0, W0, D0
-        for _ in range(3):
-            U, W, D, _P = fl.fluid_step(U, W, D, 0.8, 10)
-        results[b] = [t.numpy() for t in (X, V, U, W, D)]
+    results = nbody_and_fluid(rng, ("cpu", "opengl"))
     for what, got, want in zip(("X", "V", "U", "V(fluid)", "D"), results["opengl"], results["cpu"]):
-        _rel_close(got, want)
+        rel_close(got, want)
 
 
 def test_programs_from_several_threads(gl):

@@ -1,0 +1,91 @@
+// Runtime pieces shared by the Vulkan and OpenGL backends (gpu_runtime.h): debug switches and
+// the log line, compiler-log excerpts, dispatch checks, written-back inputs.
+#include "backends/gpu_runtime.h"
+
+#include <algorithm>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+namespace ember {
+
+bool debug_time() {
+  const char* d = std::getenv("EMBER_DEBUG");
+  return d && std::strstr(d, "time");
+}
+
+bool log_info() {
+  const char* e = std::getenv("EMBER_LOG");
+  return e && std::strcmp(e, "info") == 0;
+}
+
+double ms_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
+}
+
+void log_compile(const Program& p, size_t kernels, const CompileInfo& info, const std::string& device) {
+  std::fprintf(stderr, "ember: %s: %zu kernels, compile %.1f ms (cache %s) on %s\n", p.name.c_str(), kernels,
+               info.codegen_ms + info.compile_ms, info.cache_hit ? "hit" : "miss", device.c_str());
+}
+
+std::string first_lines(const std::string& text, int n) {
+  std::string out;
+  size_t pos = 0;
+  for (int i = 0; i < n && pos < text.size(); ++i) {
+    size_t e = text.find('\n', pos);
+    if (e == std::string::npos) e = text.size();
+    out += text.substr(pos, e - pos) + "\n";
+    pos = e + 1;
+  }
+  if (pos < text.size()) out += "...\n";
+  return out;
+}
+
+int64_t dispatch_threads(const std::vector<int64_t>& dims) {
+  int64_t threads = 1;
+  for (int64_t d : dims) threads *= d > 0 ? d : 0;
+  return threads;
+}
+
+GpuGrid dispatch_grid(const Node* kernel, int64_t threads, uint32_t group, uint64_t max_x, uint64_t max_y,
+                      const char* api, const std::string& device) {
+  if (threads > INT32_MAX)
+    throw BackendError("ember: kernel #" + std::to_string(kernel->index) + " runs " + std::to_string(threads) +
+                       " threads; the " + api + " backend dispatches at most 2^31 - 1 per kernel");
+  const uint64_t groups = (static_cast<uint64_t>(threads) + group - 1) / group;
+  GpuGrid g;
+  g.gx = static_cast<uint32_t>(std::min<uint64_t>(groups, max_x));
+  g.gy = static_cast<uint32_t>((groups + g.gx - 1) / g.gx);
+  g.row = g.gx * group;
+  if (g.gy > max_y)
+    throw BackendError("ember: kernel #" + std::to_string(kernel->index) + " needs a grid of " + std::to_string(g.gx) +
+                       " x " + std::to_string(g.gy) + " groups, more than " + device + " allows");
+  return g;
+}
+
+void check_loop_limit(const Node* kernel, const std::vector<LoopBound>& loops, const std::vector<uint32_t>& params,
+                      int64_t limit, const std::string& device) {
+  if (limit <= 0 || loops.empty()) return;
+  const int64_t iters = loop_iterations(loops, params);
+  if (iters > limit)
+    throw BackendError("ember: kernel #" + std::to_string(kernel->index) + " runs about " + std::to_string(iters) +
+                       " loop iterations per thread; " + device + " stops every loop of a shader after " +
+                       std::to_string(limit) + " in total and would return wrong results (use the cpu "
+                       "backend, or a GPU)");
+}
+
+HostTensor WrittenInputs::bind(const Node* arg, const HostTensor& t, HostTensor device) {
+  if (t.size() > 0) std::memcpy(device.data, t.data, static_cast<size_t>(t.size()) * 4);
+  if (written_.count(arg->index)) copy_back_.emplace_back(t, device);
+  return device;
+}
+
+void WrittenInputs::finish(bool ok) {
+  if (ok)
+    for (auto& [caller, bound] : copy_back_)
+      std::memcpy(caller.data, bound.data, static_cast<size_t>(caller.size()) * 4);
+  copy_back_.clear();
+}
+
+}  // namespace ember
