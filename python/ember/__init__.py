@@ -28,13 +28,15 @@ from ._control import barrier, group_buffer, group_index, local_index
 from ._indexing import gather, scatter
 from ._program import Program, backend, compile, device_info, init
 from . import _random as random  # noqa: F401  (em.random; not in __all__: the stdlib has a random)
+from ._window import Window, WindowError
+from . import ui  # noqa: F401  (em.ui: immediate-mode widgets of the open window frame)
 
 __version__ = getattr(_ember, "__version__", "0.0.0")
 
 # `from ember import *` leaves out the names that would shadow Python built-ins (abs, all, any,
 # bool, max, min, pow, round, sum, TypeError); use them as em.max etc.
 __all__ = [
-    "BackendError", "CompileError", "Error", "InternalError", "ShapeError",
+    "BackendError", "CompileError", "Error", "InternalError", "ShapeError", "WindowError", "Window", "ui",
     "DType", "TensorType", "f32", "i32", "u32", "Tensor", "tensor", "Value", "Var",
     "acos", "asin", "atan", "atan2", "bitcast", "broadcast_to", "cast", "ceil", "clamp",
     "cos", "cosh", "exp", "exp2", "floor", "fma", "frac", "indices", "isinf", "isnan", "lerp", "log", "log2",

@@ -11,4 +11,5 @@ PYBIND11_MODULE(_ember, m) {
   ember::python::bind_trace(m);
   ember::python::bind_runtime(m);
   ember::python::bind_backends(m);
+  ember::python::bind_window(m);
 }

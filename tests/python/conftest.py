@@ -53,3 +53,50 @@ def rng():
     """A seeded generator so failures reproduce."""
     import numpy as np
     return np.random.default_rng(1234)
+
+
+@pytest.fixture(scope="session")
+def xvfb_display():
+    """A display for windowed tests: $DISPLAY when the session has one, else a private
+    `Xvfb :N -screen 0 1280x720x24` on a free display number (Xvfb picks it: -displayfd),
+    stopped at the end of the session. Skips (with the reason) only when Xvfb is missing or
+    does not start. The OpenGL backend's context is created first, without the display, so it
+    stays an EGL context that never talks to this X server."""
+    import shutil
+    import subprocess
+    import tempfile
+    if os.environ.get("DISPLAY"):
+        yield os.environ["DISPLAY"]
+        return
+    xvfb = shutil.which("Xvfb")
+    if not xvfb:
+        pytest.skip("Xvfb is not installed (Debian: xvfb): windowed tests need a display")
+    try:
+        em._ember.opengl_info()
+    except Exception:
+        pass  # no OpenGL at all: the window tests skip on their own
+    log = tempfile.TemporaryFile()
+    proc = subprocess.Popen([xvfb, "-displayfd", "1", "-screen", "0", "1280x720x24", "-nolisten", "tcp"],
+                            stdout=subprocess.PIPE, stderr=log)
+    number = proc.stdout.readline().decode().strip()
+    if not number.isdigit():
+        proc.kill()
+        proc.wait()
+        log.seek(0)
+        pytest.skip(f"Xvfb did not start: {log.read().decode(errors='replace')[-500:]}")
+    try:
+        yield f":{number}"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.fixture
+def display(xvfb_display, monkeypatch):
+    """$DISPLAY set to the Xvfb (or existing) display for one test."""
+    monkeypatch.setenv("DISPLAY", xvfb_display)
+    yield xvfb_display
