@@ -11,10 +11,8 @@ with --headless --frames N --out DIR.
 """
 import math
 import os
-import struct
 import subprocess
 import sys
-import zlib
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -24,6 +22,7 @@ import pytest
 import ember as em
 from conftest import _BUILD
 from test_examples import EXAMPLES, example
+from png_io import read_png, write_png
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 
@@ -207,52 +206,6 @@ needs_window = pytest.mark.skipif(not getattr(em._ember, "window_built", False),
                                   reason="this Ember was built without the window runtime")
 
 
-def read_png(path):
-    """A PNG file (8-bit gray, RGB or RGBA, not interlaced) as uint8 [H, W, C] (zlib + the five
-    scanline filters; the tests need no imaging library)."""
-    data = Path(path).read_bytes()
-    assert data[:8] == b"\x89PNG\r\n\x1a\n", path
-    pos, idat, ihdr = 8, b"", None
-    while pos < len(data):
-        n, kind = struct.unpack(">I4s", data[pos:pos + 8])
-        body = data[pos + 8:pos + 8 + n]
-        if kind == b"IHDR":
-            ihdr = struct.unpack(">IIBBBBB", body)
-        elif kind == b"IDAT":
-            idat += body
-        pos += 12 + n
-    w, h, depth, ctype, _, _, interlace = ihdr
-    assert depth == 8 and interlace == 0 and ctype in (0, 2, 6), ihdr
-    c = {0: 1, 2: 3, 6: 4}[ctype]
-    raw = np.frombuffer(zlib.decompress(idat), np.uint8).reshape(h, 1 + w * c)
-    out = np.zeros((h, w * c), np.int32)
-    prev = np.zeros(w * c, np.int32)
-    for y in range(h):
-        kind, line = raw[y, 0], raw[y, 1:].astype(np.int32)
-        if kind == 0:
-            cur = line
-        elif kind == 2:
-            cur = (line + prev) & 255
-        elif kind in (1, 3, 4):
-            cur = np.zeros(w * c, np.int32)
-            for x in range(w * c):  # left neighbour dependent: one byte at a time
-                a = cur[x - c] if x >= c else 0
-                if kind == 1:
-                    pred = a
-                elif kind == 3:
-                    pred = (a + prev[x]) >> 1
-                else:
-                    b, cc = prev[x], (prev[x - c] if x >= c else 0)
-                    p = a + b - cc
-                    pa, pb, pc = abs(p - a), abs(p - b), abs(p - cc)
-                    pred = a if pa <= pb and pa <= pc else (b if pb <= pc else cc)
-                cur[x] = (line[x] + pred) & 255
-        else:
-            raise AssertionError(f"bad PNG filter {kind}")
-        out[y], prev = cur, cur
-    return out.reshape(h, w, c).astype(np.uint8)
-
-
 def _child_env(display=None):
     env = dict(os.environ, EMBER_BUILD_DIR=str(_BUILD), PYTHONPATH=str(_BUILD / "python"))
     env.pop("DISPLAY", None)
@@ -301,24 +254,13 @@ def _compare_golden(name, px):
     path = GOLDEN / f"{name}.png"
     if os.environ.get("EMBER_UPDATE_GOLDEN") == "1":
         GOLDEN.mkdir(exist_ok=True)
-        _write_png(path, px)
+        write_png(path, px)
     assert path.exists(), f"{path} is missing: run with EMBER_UPDATE_GOLDEN=1 to create it"
     want = read_png(path)
     assert want.shape[:2] == px.shape[:2], (want.shape, px.shape)
     diff = np.abs(px[..., :3].astype(np.int32) - want[..., :3].astype(np.int32))
     assert diff.mean() <= 1.5, f"{name}: mean difference {diff.mean():.2f}"
     assert np.mean(diff <= 24) >= 0.99, f"{name}: {np.mean(diff > 24) * 100:.2f}% of values differ by > 24"
-
-
-def _write_png(path, px):
-    """RGBA uint8 [H, W, 4] to a PNG (filter 0, zlib level 9)."""
-    h, w, c = px.shape
-    raw = b"".join(b"\0" + px[y].tobytes() for y in range(h))
-
-    def chunk(kind, body):
-        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
-    Path(path).write_bytes(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 6, 0, 0, 0))
-                          + chunk(b"IDAT", zlib.compress(raw, 9)) + chunk(b"IEND", b""))
 
 
 @needs_window

@@ -10,11 +10,9 @@ most GOLDEN_MAX_FRACTION of the pixels differ by more than GOLDEN_TOLERANCE in s
 Numeric checks allow COLOR_TOLERANCE levels (8-bit rounding of float colours)."""
 import os
 import shutil
-import struct
 import subprocess
 import sys
 import textwrap
-import zlib
 from pathlib import Path
 
 import numpy as np
@@ -22,6 +20,7 @@ import pytest
 
 import ember as em
 from conftest import _unavailable
+from png_io import read_png_rgba as read_png
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 GOLDEN_TOLERANCE = 24         # per channel, 0..255
@@ -41,54 +40,6 @@ def _need_opengl():
 
 
 # -- helpers -------------------------------------------------------------------------------
-
-def read_png(path):
-    """Decodes an 8-bit RGB or RGBA PNG (non-interlaced) into uint8 [H, W, 4]."""
-    data = Path(path).read_bytes()
-    assert data[:8] == b"\x89PNG\r\n\x1a\n", f"{path} is not a PNG"
-    pos, idat, ihdr = 8, b"", None
-    while pos < len(data):
-        n, kind = struct.unpack(">I4s", data[pos:pos + 8])
-        body = data[pos + 8:pos + 8 + n]
-        if kind == b"IHDR":
-            ihdr = struct.unpack(">IIBBBBB", body)
-        elif kind == b"IDAT":
-            idat += body
-        pos += 12 + n
-    w, h, depth, ctype, _, _, interlace = ihdr
-    assert depth == 8 and ctype in (2, 6) and interlace == 0, ihdr
-    ch = 4 if ctype == 6 else 3
-    raw = zlib.decompress(idat)
-    stride = w * ch
-    out = np.zeros((h, stride), np.uint8)
-    prev = np.zeros(stride, np.int32)
-    for y in range(h):
-        f = raw[y * (stride + 1)]
-        line = np.frombuffer(raw, np.uint8, stride, y * (stride + 1) + 1).astype(np.int32)
-        cur = np.zeros(stride, np.int32)
-        for x in range(stride):
-            a = cur[x - ch] if x >= ch else 0
-            b = prev[x]
-            c = prev[x - ch] if x >= ch else 0
-            if f == 0:
-                p = 0
-            elif f == 1:
-                p = a
-            elif f == 2:
-                p = b
-            elif f == 3:
-                p = (a + b) // 2
-            else:
-                pa, pb, pc = abs(b - c), abs(a - c), abs(a + b - 2 * c)
-                p = a if pa <= pb and pa <= pc else (b if pb <= pc else c)
-            cur[x] = (line[x] + p) & 255
-        out[y] = cur
-        prev = cur
-    img = out.reshape(h, w, ch)
-    if ch == 3:
-        img = np.concatenate([img, np.full((h, w, 1), 255, np.uint8)], axis=2)
-    return img
-
 
 def check_golden(win, name):
     """Compares the window's last frame with tests/golden/<name> (rewritten with EMBER_UPDATE_GOLDEN=1)."""
