@@ -30,6 +30,7 @@ MemoryAccess memory_accesses(const Node* kernel) {
   bool unknown = false;
   walk(kernel, [&](const Node* n) {
     if (n->op != Op::load && n->op != Op::store && n->op != Op::atomic) return;
+    if (n->operand(0)->op == Op::group_buffer) return;  // the workgroup's own memory
     int s = slot(n->operand(0));
     if (s < 0) { unknown = true; return; }
     if (n->op != Op::store) a.reads[static_cast<size_t>(s)] = 1;

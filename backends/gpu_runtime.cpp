@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "core/ir/shape.h"
+
 namespace ember {
 
 bool debug_time() {
@@ -46,6 +48,55 @@ int64_t dispatch_threads(const std::vector<int64_t>& dims) {
   int64_t threads = 1;
   for (int64_t d : dims) threads *= d > 0 ? d : 0;
   return threads;
+}
+
+int64_t group_threads(const Node* kernel) {
+  if (kernel->group.empty()) return 0;
+  int64_t t = 1;
+  for (int g : kernel->group) t *= g;
+  return t;
+}
+
+uint32_t local_size(const Node* kernel, int flat) {
+  const int64_t t = group_threads(kernel);
+  return static_cast<uint32_t>(t > 0 ? t : flat);
+}
+
+int64_t grouped_threads(const Node* kernel, const std::vector<int64_t>& dims) {
+  if (kernel->group.empty() || dims.size() != kernel->group.size()) return dispatch_threads(dims);
+  int64_t groups = 1;
+  for (size_t a = 0; a < dims.size(); ++a) {
+    if (dims[a] <= 0) return 0;
+    groups *= (dims[a] + kernel->group[a] - 1) / kernel->group[a];
+  }
+  return groups * group_threads(kernel);
+}
+
+int64_t group_buffer_words(const Node* kernel) {
+  int64_t words = 0;
+  for (const Node* c = kernel->first_child; c; c = c->next)
+    if (c->op == Op::group_buffer) words += const_size(c->shape);
+  return words;
+}
+
+void check_workgroup_limits(const Node* kernel, int64_t max_invocations, int64_t max_x, int64_t max_shared_bytes,
+                            const std::string& device) {
+  const int64_t threads = group_threads(kernel);
+  if (threads == 0) return;
+  std::string group;
+  for (int g : kernel->group) group += (group.empty() ? "" : ", ") + std::to_string(g);
+  const std::string name = "ember: kernel #" + std::to_string(kernel->index) +
+                           (kernel->name.empty() ? "" : " (" + kernel->name + ")");
+  int64_t limit = std::min(max_invocations, max_x);
+  if (const char* e = std::getenv("EMBER_GPU_MAX_GROUP_THREADS"); e && std::atoll(e) >= 1)
+    limit = std::min<int64_t>(limit, std::atoll(e));
+  if (threads > limit)
+    throw BackendError(name + " has workgroups of " + std::to_string(threads) + " threads (group=(" + group + ")); " +
+                       device + " runs at most " + std::to_string(limit) + " threads per workgroup");
+  const int64_t bytes = group_buffer_words(kernel) * 4;
+  if (bytes > max_shared_bytes)
+    throw BackendError(name + " has group buffers of " + std::to_string(bytes) + " bytes per workgroup; " + device +
+                       " has at most " + std::to_string(max_shared_bytes) + " bytes of shared memory per workgroup");
 }
 
 GpuGrid dispatch_grid(const Node* kernel, int64_t threads, uint32_t group, uint64_t max_x, uint64_t max_y,

@@ -82,6 +82,21 @@ struct GpuGrid {
 };
 // The threads of a dispatch over `dims` (0 when any is empty).
 int64_t dispatch_threads(const std::vector<int64_t>& dims);
+// Native workgroups: a kernel with a group runs each group as one workgroup of group_threads
+// threads (the product of its group shape; 0 for a kernel without a group), so its dispatch is
+// whole groups, ceil(dims / group) of them per axis; other kernels run `flat` threads per
+// workgroup over the shape. local_size: the threads per workgroup; grouped_threads: the dispatch.
+int64_t group_threads(const Node* kernel);
+uint32_t local_size(const Node* kernel, int flat);
+int64_t grouped_threads(const Node* kernel, const std::vector<int64_t>& dims);
+// The words of `kernel`'s group buffers (shared memory per workgroup).
+int64_t group_buffer_words(const Node* kernel);
+// Throws BackendError naming the kernel, the size and the limit when `kernel`'s group has more
+// threads than `max_invocations` (or than `max_x`, the most along local_size_x) or its group
+// buffers more bytes than `max_shared_bytes` of `device`. $EMBER_GPU_MAX_GROUP_THREADS lowers the
+// thread limit (tests use it: the tracer already caps groups at the 1024 most devices allow).
+void check_workgroup_limits(const Node* kernel, int64_t max_invocations, int64_t max_x, int64_t max_shared_bytes,
+                            const std::string& device);
 // Throws BackendError when `threads` exceed 2^31 - 1 or the grid exceeds max_x x max_y groups.
 // `api` names the backend in the message ("Vulkan"), `device` the device.
 GpuGrid dispatch_grid(const Node* kernel, int64_t threads, uint32_t group, uint64_t max_x, uint64_t max_y,

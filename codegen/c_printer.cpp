@@ -12,6 +12,7 @@
 
 #include "codegen/c_staging.h"
 #include "core/analysis/reductions.h"
+#include "core/analysis/uniformity.h"
 
 #include "core/ir/shape.h"
 
@@ -59,7 +60,13 @@ class KernelPrinter {
     depth_ = 2;
     if (d_.wide_addresses) find_wide_addresses();
     if (!d_.stage_fill.empty()) staging_ = find_staging(k_);
-    rows_ = k_->rank() >= 2 && !d_.rows_open.empty();
+    native_ = !k_->group.empty() && !d_.group_threads_open.empty();
+    rows_ = k_->rank() >= 2 && !d_.rows_open.empty() && !native_;
+    if (native_) {
+      sync_ = barrier_holders(k_);
+      find_buffer_barriers();
+      depth_ = 1;
+    }
     block(k_, 0);
     std::string body = std::move(out_);
     // Columns 1 .. len-2 of a periodic stencil never wrap: a second copy of the body with the
@@ -149,6 +156,10 @@ class KernelPrinter {
   }
 
   void value(const Node* n, const std::string& e) {
+    if (late_.count(n)) {
+      line(fill(d_.assign, {{"name", ref(n)}, {"e", e}}));
+      return;
+    }
     std::string name = "v" + std::to_string(next_value_++);
     names_[n] = name;
     const std::string& t = wide_.count(n) ? d_.index_type : type(n->dtype);
@@ -286,7 +297,111 @@ class KernelPrinter {
   }
 
   void block(const Node* scope, int loops) {
+    if (native_ && (scope == k_ || sync_.count(scope))) {
+      group_block(scope, loops);
+      return;
+    }
     for (const Node* c = scope->first_child; c; c = c->next) stmt(c, loops);
+  }
+
+  // Native workgroups (Dialect::group_threads_open): a scope holding barriers. Barriers and the
+  // scopes holding them run on every thread of the group (their control flow is group-uniform);
+  // each run of statements between them is guarded by ember_in, so threads outside the kernel's
+  // shape skip the statements but reach every barrier. Uniform pure values of a run are computed
+  // before its guard (the bounds of a later barrier loop may use them); values that a later run
+  // or scope uses are declared before the guard and assigned inside it.
+  void group_block(const Node* scope, int loops) {
+    for (const Node* c = scope->first_child; c;) {
+      if (c->op == Op::group_buffer) {
+        stmt(c, loops);
+        c = c->next;
+        continue;
+      }
+      if (zero_barrier_) {  // the group buffers are zeroed before anything reads them
+        line(d_.barrier);
+        zero_barrier_ = false;
+      }
+      if (sync_.count(c)) {
+        stmt(c, loops);
+        c = c->next;
+        continue;
+      }
+      std::vector<const Node*> run;
+      for (; c && !sync_.count(c) && c->op != Op::group_buffer; c = c->next) run.push_back(c);
+      std::unordered_set<const Node*> in_run(run.begin(), run.end()), hoisted;
+      for (const Node* n : run)
+        if (pure(n) && uniformity_.uniform(n)) {
+          stmt(n, loops);
+          hoisted.insert(n);
+        }
+      for (const Node* n : run) {
+        if (hoisted.count(n) || !declares_value(n)) continue;
+        bool escapes = false;
+        for (const Node* u : n->users) {
+          const Node* a = u;
+          while (a && a->parent != scope) a = a->parent;
+          escapes |= !a || !in_run.count(a);
+        }
+        if (!escapes) continue;
+        std::string name = "v" + std::to_string(next_value_++);
+        names_[n] = name;
+        late_.insert(n);
+        line(fill(d_.decl_late, {{"T", type(n->dtype)}, {"name", name}}));
+      }
+      if (hoisted.size() == run.size()) continue;
+      line(fill(d_.if_open, {{"c", "ember_in"}}));
+      ++depth_;
+      for (const Node* n : run)
+        if (!hoisted.count(n)) stmt(n, loops);
+      --depth_;
+      line(d_.block_close);
+    }
+  }
+
+  static bool pure(const Node* n) {
+    if (n->op == Op::load || n->op == Op::store || n->op == Op::atomic || n->op == Op::var || n->op == Op::set ||
+        n->first_child || n->op == Op::break_ || n->op == Op::continue_ || n->op == Op::barrier ||
+        n->op == Op::group_buffer || n->op == Op::else_ || n->op == Op::loop || n->op == Op::if_)
+      return false;
+    return n->dtype != DType::none;
+  }
+
+  // Whether printing `n` declares a name that later statements may read.
+  static bool declares_value(const Node* n) {
+    switch (n->op) {
+      case Op::constant: case Op::index: case Op::store: case Op::loop: case Op::if_: case Op::else_:
+      case Op::break_: case Op::continue_: case Op::set: case Op::barrier: case Op::group_buffer:
+        return false;
+      case Op::atomic: return !n->users.empty();
+      default: return n->dtype != DType::none;
+    }
+  }
+
+  // Barriers that a storage-buffer write may precede (in program order, or in an earlier
+  // iteration of a loop around them): these also make the group's buffer writes visible.
+  void find_buffer_barriers() {
+    auto writes_buffer = [](const Node* n) {
+      return (n->op == Op::store || n->op == Op::atomic) && n->operand(0)->op != Op::group_buffer;
+    };
+    std::function<bool(const Node*)> subtree_writes = [&](const Node* s) {
+      for (const Node* c = s->first_child; c; c = c->next)
+        if (writes_buffer(c) || subtree_writes(c)) return true;
+      return false;
+    };
+    bool wrote = false;
+    std::function<void(const Node*)> walk = [&](const Node* s) {
+      for (const Node* c = s->first_child; c; c = c->next) {
+        wrote |= writes_buffer(c);
+        if (c->op == Op::barrier) {
+          bool need = wrote;
+          for (const Node* a = c->parent; a && a != k_ && !need; a = a->parent)
+            need = a->op == Op::loop && subtree_writes(a);
+          if (need) buffer_barriers_.insert(c);
+        }
+        walk(c);
+      }
+    };
+    walk(k_);
   }
 
   void stmt(const Node* n, int loops) {
@@ -334,14 +449,16 @@ class KernelPrinter {
       }
       case Op::atomic: {
         auto [mem, idx] = address(n);
-        if (d_.group_mem_private && n->operand(0)->op == Op::group_buffer) {
+        if (d_.group_mem_private && !native_ && n->operand(0)->op == Op::group_buffer) {
           private_atomic(n, mem, idx);
           break;
         }
         if (const std::string& s = d_.atomic_stmt[n->kind][value_class(n->dtype)]; !s.empty()) {
           std::string name = "v" + std::to_string(next_value_++);
-          names_[n] = name;
+          const bool late = late_.count(n) > 0;
+          if (!late) names_[n] = name;
           line(fill(s, {{"T", type(n->dtype)}, {"name", name}, {"mem", mem}, {"idx", idx}, {"val", ref(n->operand(1))}}));
+          if (late) line(fill(d_.assign, {{"name", ref(n)}, {"e", name}}));
           break;
         }
         const std::string& t = need(d_.atomic[n->kind][value_class(n->dtype)], n, "atomic");
@@ -372,6 +489,10 @@ class KernelPrinter {
       case Op::break_: line(loops ? d_.break_stmt : d_.thread_exit); break;
       case Op::continue_: line(loops ? d_.continue_stmt : d_.thread_exit); break;
       case Op::var: {
+        if (late_.count(n)) {
+          line(fill(d_.assign, {{"name", ref(n)}, {"e", ref(n->operand(0))}}));
+          break;
+        }
         std::string name = "v" + std::to_string(next_value_++);
         std::string init = ref(n->operand(0));
         names_[n] = name;
@@ -387,6 +508,16 @@ class KernelPrinter {
         workgroups_supported(n);
         std::string name = "g" + std::to_string(next_group_++);
         names_[n] = name;
+        if (native_ && !d_.group_shared_decl.empty()) {
+          const std::string t = d_.mem_type[dtype_slot(n->dtype)], size = std::to_string(const_size(n->shape));
+          group_decls_ += fill(d_.group_shared_decl, {{"T", t}, {"name", name}, {"n", size}}) + "\n";
+          if (n->zero_init) {
+            line(fill(d_.group_shared_zero,
+                      {{"T", t}, {"name", name}, {"n", size}, {"group", std::to_string(group_threads())}}));
+            zero_barrier_ = true;
+          }
+          break;
+        }
         line(fill(need(d_.group_mem_decl, n, "group buffer"),
                   {{"T", d_.mem_type[dtype_slot(n->dtype)]}, {"name", name}, {"n", std::to_string(const_size(n->shape))},
                    {"init", n->zero_init ? d_.group_mem_zero : std::string()}}));
@@ -394,7 +525,8 @@ class KernelPrinter {
       }
       case Op::barrier:
         workgroups_supported(n);
-        line(need(d_.barrier, n, "barrier (run lower_group_barriers for this backend)"));
+        line(need(buffer_barriers_.count(n) && !d_.barrier_buffers.empty() ? d_.barrier_buffers : d_.barrier, n,
+                  "barrier (run lower_group_barriers for this backend)"));
         break;
       case Op::local_index: case Op::group_index: {
         workgroups_supported(n);
@@ -475,22 +607,70 @@ class KernelPrinter {
     line(d_.block_close);
   }
 
+  int64_t group_threads() const {
+    int64_t t = 1;
+    for (int g : k_->group) t *= g;
+    return t;
+  }
+
+  // Native workgroups: ember_g / ember_l / ember_in (Dialect::group_threads_open), then the
+  // group's and the thread's coordinates per axis as the interpreter numbers them (row-major),
+  // the kernel coordinates c<axis> = group * G + local, and ember_in limited to the shape.
+  void group_framing() {
+    line(fill(d_.group_threads_open, {{"group", std::to_string(group_threads())}}));
+    const int rank = k_->rank();
+    std::vector<std::string> shape(static_cast<size_t>(rank)), groups(static_cast<size_t>(rank));
+    for (int a = 0; a < rank; ++a) {
+      int64_t v;
+      shape[static_cast<size_t>(a)] = dim(a, &v);
+      const int64_t g = k_->group[static_cast<size_t>(a)];
+      groups[static_cast<size_t>(a)] = v >= 0 ? std::to_string((v + g - 1) / g)
+                                              : "((" + shape[static_cast<size_t>(a)] + " + " + std::to_string(g - 1) +
+                                                    ") / " + std::to_string(g) + ")";
+    }
+    const std::string& i32 = type(DType::i32);
+    for (int a = 0; a < rank; ++a) {
+      const size_t ua = static_cast<size_t>(a);
+      std::string gs, q = "ember_g";
+      int64_t ls = 1;
+      for (int j = a + 1; j < rank; ++j) {
+        gs += (gs.empty() ? "" : " * ") + groups[static_cast<size_t>(j)];
+        ls *= k_->group[static_cast<size_t>(j)];
+      }
+      if (!gs.empty()) q = "(" + q + " / (" + gs + "))";
+      if (a > 0) q = "(" + q + " % " + groups[ua] + ")";
+      std::string l = "ember_l";
+      if (ls != 1) l = "(" + l + " / " + std::to_string(ls) + ")";
+      if (a > 0) l = "(" + l + " % " + std::to_string(k_->group[ua]) + ")";
+      const std::string s = std::to_string(a);
+      line(fill(d_.decl_const, {{"T", i32}, {"name", "ember_g" + s}, {"e", q}}));
+      line(fill(d_.decl_const, {{"T", i32}, {"name", "ember_l" + s}, {"e", l}}));
+      line(fill(d_.decl_const, {{"T", i32}, {"name", "c" + s},
+                                {"e", "ember_g" + s + " * " + std::to_string(k_->group[ua]) + " + ember_l" + s}}));
+      line(fill(d_.assign, {{"name", "ember_in"}, {"e", "ember_in && c" + s + " < " + shape[ua]}}));
+    }
+  }
+
   std::string assemble(const std::string& symbol, const std::string& body, const std::string& interior) {
     std::string saved = std::move(out_);
     out_.clear();
     int saved_depth = depth_;
     depth_ = 0;
     line(d_.comment + "kernel #" + std::to_string(k_->index) + " " + shape_str(k_->shape));
+    const std::string coherent = buffer_barriers_.empty() ? "" : d_.coherent;
     for (size_t i = 0; i < k_->memories.size(); ++i)
       if (!d_.global_mem_decl.empty())
-        line(fill(d_.global_mem_decl, {{"i", std::to_string(i)}, {"T", d_.mem_type[dtype_slot(k_->memories[i]->dtype)]}}));
+        line(fill(d_.global_mem_decl, {{"i", std::to_string(i)}, {"T", d_.mem_type[dtype_slot(k_->memories[i]->dtype)]},
+                                       {"coherent", coherent}}));
     if (!d_.params_open.empty()) {
       std::string nmem = std::to_string(k_->memories.size());
       line(fill(d_.params_open, {{"nmem", nmem}}));
       for (size_t i = 0; i < k_->params.size(); ++i) line(fill(d_.param_decl, {{"i", std::to_string(i)}, {"nmem", nmem}}));
       line(fill(d_.params_close, {{"nmem", nmem}}));
     }
-    line(fill(d_.kernel_open, {{"name", symbol}, {"group", std::to_string(d_.group_size)}}));
+    out_ += group_decls_;
+    line(fill(d_.kernel_open,
+              {{"name", symbol}, {"group", std::to_string(native_ ? group_threads() : int64_t{d_.group_size})}}));
     depth_ = 1;
     for (size_t i = 0; i < k_->memories.size(); ++i)
       line(fill(d_.local_mem_decl, {{"i", std::to_string(i)}, {"T", d_.mem_type[dtype_slot(k_->memories[i]->dtype)]}}));
@@ -512,6 +692,16 @@ class KernelPrinter {
       line(fill(d_.stage_fill, {{"name", row}, {"T", d_.mem_type[dtype_slot(sg.memory->dtype)]},
                                 {"lanes", std::to_string(sg.stride)}, {"n", row + "n"}, {"stride", row + "s"},
                                 {"mem", ref(sg.memory)}, {"begin", begin}}));
+    }
+    if (native_) {
+      group_framing();
+      out_ += body;
+      depth_ = 0;
+      line(d_.kernel_close);
+      std::string text = std::move(out_);
+      out_ = std::move(saved);
+      depth_ = saved_depth;
+      return text;
     }
     // Kernels of rank >= 2 may run as rows x columns (Dialect::rows_open): coordinates of the
     // leading axes come from the row, the last one is the column (no division per thread).
@@ -599,6 +789,14 @@ class KernelPrinter {
   std::unordered_map<const Node*, std::string> names_;
   std::unordered_set<const Node*> wide_;  // address arithmetic printed in index_type
   bool rows_ = false;      // rows x columns thread loops (Dialect::rows_open)
+  // Native workgroups (Dialect::group_threads_open): the scopes holding barriers, the barriers
+  // that also order storage-buffer writes, values declared before a guard and assigned in it,
+  // group buffer declarations (before kernel_open), a barrier owed after zeroing group buffers.
+  bool native_ = false;
+  std::unordered_set<const Node*> sync_, buffer_barriers_, late_;
+  GroupUniformity uniformity_;
+  std::string group_decls_;
+  bool zero_barrier_ = false;
   bool interior_ = false;  // printing the row-interior copy of the body
   Staging staging_;                       // loads read from a per-launch SoA copy
   std::set<int> axes_;

@@ -78,6 +78,27 @@ struct Dialect {
   std::string group_mem_zero;
   std::string local_index;
   std::string group_index;
+  // Native workgroups (a GPU runs each group as one workgroup; Backend::lowers_groups false):
+  // group_threads_open, when non-empty, frames a grouped kernel instead of threads_open. It
+  // defines ember_g (the flat group number, row-major over the grid of groups), ember_l (the
+  // thread's flat number in its group, row-major over the group shape) and a mutable bool
+  // ember_in (a real thread of the dispatch; the printer ands in "inside the kernel's shape")
+  // for a group of {group} threads; it opens no scope. The printer guards the statements
+  // between barriers with ember_in (threads outside the shape reach every barrier, as in the
+  // interpreter) and declares the coordinates from ember_g / ember_l (local_index and
+  // group_index name them). A group buffer is declared before kernel_open by group_shared_decl
+  // ({T} {name} {n}); one that starts zeroed is zeroed in place by group_shared_zero ({name} {n}
+  // {T} {group}), then a barrier. Kernels whose groups were lowered (no group left) still use
+  // group_mem_decl and group_mem_private.
+  std::string group_threads_open;
+  std::string group_shared_decl;
+  std::string group_shared_zero;
+  // A barrier after which storage-buffer writes made before it are visible to the group too
+  // (used for barriers that such a write may precede; "" = `barrier`); {coherent} in
+  // global_mem_decl is `coherent` in kernels with such barriers, "" otherwise.
+  std::string barrier_buffers;
+  std::string coherent;
+  std::string decl_late = "{T} {name};";  // a value assigned later (inside a thread guard)
   // Layout staging (codegen/c_staging.h), before the threads: declares {name}, a {T} array of
   // {lanes} rows of {n} elements {stride} apart, row l column t = {mem}[{lanes} * ({begin} + t) + l].
   // Empty: loads are never staged.

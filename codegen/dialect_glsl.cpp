@@ -78,11 +78,16 @@ Dialect make_glsl(const GlslOptions& o) {
   else d.atomic_stmt[add][cf] = cas_float(words, "uintBitsToFloat(ember_seen) + {val}");
   d.atomic_stmt[mn][cf] = cas_float(words, "ember_fmin(uintBitsToFloat(ember_seen), {val})");
   d.atomic_stmt[mx][cf] = cas_float(words, "ember_fmax(uintBitsToFloat(ember_seen), {val})");
+  // em.barrier(): the group's shared-memory writes are visible after it; where a storage-buffer
+  // write may precede it, those too (the kernel's buffers are then `coherent`).
   d.barrier = "memoryBarrierShared();\nbarrier();";
+  d.barrier_buffers = "memoryBarrierShared();\nmemoryBarrierBuffer();\nbarrier();";
+  d.coherent = "coherent ";
+  d.group_shared_decl = "shared {T} {name}[{n}];";
 
   const std::string binding = o.opengl ? "layout(std430, binding = " : "layout(std430, set = 0, binding = ";
-  d.global_mem_decl = binding + "{i}) buffer EmberM{i} { {T} m{i}[]; };";
-  if (fnative) d.global_mem_decl += "\n" + binding + "{i}) buffer EmberW{i} { uint m{i}_w[]; };";
+  d.global_mem_decl = binding + "{i}) {coherent}buffer EmberM{i} { {T} m{i}[]; };";
+  if (fnative) d.global_mem_decl += "\n" + binding + "{i}) {coherent}buffer EmberW{i} { uint m{i}_w[]; };";
   if (o.opengl) {
     // A uniform block at uniform-buffer binding 0 (a namespace apart from the storage buffers'):
     // std140 packs uint members 4 bytes apart, so the words lie as in the push constants.
@@ -104,6 +109,14 @@ Dialect make_glsl(const GlslOptions& o) {
       "uint ember_t = gl_GlobalInvocationID.y * ember_pc.row + gl_GlobalInvocationID.x;\n"
       "if (ember_t < ember_pc.threads) {\n"
       "  const int {tid} = int(ember_t);";
+  // A grouped kernel's dispatch is whole workgroups of {group} threads (local_size_x), laid out
+  // as any dispatch (`row` threads per grid row, `threads` in all): the group number is the
+  // workgroup's flat id.
+  d.group_threads_open =
+      "const uint ember_t = gl_GlobalInvocationID.y * ember_pc.row + gl_GlobalInvocationID.x;\n"
+      "const int ember_g = int(gl_WorkGroupID.y * (ember_pc.row / {group}u) + gl_WorkGroupID.x);\n"
+      "const int ember_l = int(gl_LocalInvocationID.x);\n"
+      "bool ember_in = ember_t < ember_pc.threads;";
   return d;
 }
 

@@ -58,8 +58,11 @@ Dialect make_hlsl(bool params_in_buffer) {
   d.atomic_stmt[static_cast<int>(AtomicKind::min)][cf] = cas_float("ember_fmin(asfloat(ember_seen), {val})");
   d.atomic_stmt[static_cast<int>(AtomicKind::max)][cf] = cas_float("ember_fmax(asfloat(ember_seen), {val})");
   d.barrier = "GroupMemoryBarrierWithGroupSync();";
+  d.barrier_buffers = "AllMemoryBarrierWithGroupSync();";  // device memory too (globallycoherent buffers)
+  d.coherent = "globallycoherent ";
+  d.group_shared_decl = "groupshared {T} {name}[{n}];";
 
-  d.global_mem_decl = "[[vk::binding({i}, 0)]] RWStructuredBuffer<{T}> m{i};";
+  d.global_mem_decl = "[[vk::binding({i}, 0)]] {coherent}RWStructuredBuffer<{T}> m{i};";
   std::string threads = "ember_pc.threads", row = "ember_pc.row";
   if (params_in_buffer) {
     d.params_open = "[[vk::binding({nmem}, 0)]] StructuredBuffer<uint> ember_params;";
@@ -74,9 +77,16 @@ Dialect make_hlsl(bool params_in_buffer) {
     d.params_close = "};\n[[vk::push_constant]] ConstantBuffer<EmberPush> ember_pc;";
     d.param_word = "ember_pc.p{i}";
   }
-  d.kernel_open = "[numthreads({group}, 1, 1)]\nvoid {name}(uint3 ember_gid : SV_DispatchThreadID) {";
+  d.kernel_open =
+      "[numthreads({group}, 1, 1)]\nvoid {name}(uint3 ember_gid : SV_DispatchThreadID, uint3 ember_wg : SV_GroupID, "
+      "uint3 ember_lt : SV_GroupThreadID) {";
   d.threads_open = "uint ember_t = ember_gid.y * " + row + " + ember_gid.x;\nif (ember_t < " + threads +
                    ") {\n  const int {tid} = (int)ember_t;";
+  // A grouped kernel: one workgroup per group, laid out as in the GLSL dialect.
+  d.group_threads_open = "const uint ember_t = ember_gid.y * " + row + " + ember_gid.x;\n"
+                         "const int ember_g = (int)(ember_wg.y * (" + row + " / {group}u) + ember_wg.x);\n"
+                         "const int ember_l = (int)ember_lt.x;\n"
+                         "bool ember_in = ember_t < " + threads + ";";
   return d;
 }
 

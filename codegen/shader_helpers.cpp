@@ -234,10 +234,17 @@ void set_shader_common(Dialect& d, const ShaderSpelling& s) {
   d.load_value = {s.uint_as_float, "{0}", "{0}", "({0} != 0u)"};
   d.store_value = {s.float_as_uint, "{0}", "{0}", "({0} ? 1u : 0u)"};
 
-  // Workgroups are lowered before printing (Backend::lowers_groups): one GPU thread runs a whole
-  // group, and a group buffer is an array of that thread, zeroed whether or not it must be.
+  // Native workgroups (Dialect::group_threads_open, set by each dialect with its
+  // group_shared_decl and barriers): group buffers are the workgroup's shared memory, zeroed by
+  // the group's threads together (a barrier follows), coordinates from the printer's ember_g /
+  // ember_l. A kernel whose groups were lowered (the CPU's pipeline, printed as GLSL/HLSL by
+  // source()) keeps its group buffers as arrays of the thread running the group.
   d.group_mem_private = true;
   d.group_mem_decl = "{T} {name}[{n}];\nfor (int {name}_z = 0; {name}_z < {n}; ++{name}_z) {name}[{name}_z] = {T}(0);";
+  d.group_shared_zero = "for (int {name}_z = ember_l; {name}_z < {n}; {name}_z += {group}) {name}[{name}_z] = {T}(0);";
+  d.local_index = "ember_l{axis}";
+  d.group_index = "ember_g{axis}";
+  d.decl_late = "{T} {name};";
   d.loop_open = "for (int {k} = {begin}; {cond}; {k} = ember_step({k}, {step}, {end})) {";
   d.loop_counter = "const {T} {name} = {k};";
   d.thread_exit = "return;";

@@ -24,7 +24,7 @@ struct ShaderSpelling {
   std::string float_suffix;               // on float literals: "" / "f"
 };
 // Fills the table entries GLSL and HLSL write alike but for `s`: types, every expression but
-// sign and round, casts and bit casts, loads and stores of values, private group buffers, loops,
+// sign and round, casts and bit casts, loads and stores of values, native workgroups' common parts, loops,
 // and the kernel's thread guard's close. The dialect sets the rest (and may override any).
 void set_shader_common(Dialect& d, const ShaderSpelling& s);
 // Atomic functions by AtomicKind, after the language's prefix ("atomic", "Interlocked"), and

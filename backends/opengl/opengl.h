@@ -62,6 +62,9 @@ struct Context {
   int max_uniform_block_bytes = 0;
   int uniform_alignment = 256;  // GL_UNIFORM_BUFFER_OFFSET_ALIGNMENT
   int max_groups[3] = {65535, 65535, 65535};
+  int max_group_invocations = 1024;   // GL_MAX_COMPUTE_WORK_GROUP_INVOCATIONS
+  int max_group_size_x = 1024;        // GL_MAX_COMPUTE_WORK_GROUP_SIZE[0]
+  int max_shared_bytes = 32768;       // GL_MAX_COMPUTE_SHARED_MEMORY_SIZE
   // Most loop iterations (summed over all loops) one invocation may run; 0: no limit. Mesa's
   // llvmpipe silently ends every loop of a shader after 65535 back-edges in total.
   int64_t loop_limit = 0;

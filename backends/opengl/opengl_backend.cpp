@@ -18,8 +18,8 @@ class OpenGLBackend : public Backend {
   OpenGLBackend() { context(); }  // throws BackendError when no context can be created
 
   const char* name() const override { return "opengl"; }
-  // One GPU thread runs a whole workgroup, as on Vulkan (the same glsl dialect).
-  bool lowers_groups() const override { return true; }
+  // Workgroups run natively, as on Vulkan (the same glsl dialect).
+  bool lowers_groups() const override { return false; }
 
   std::string source(const Program& p) override {
     std::string out;

@@ -150,7 +150,8 @@ KernelLayout kernel_layout(const Node* kernel) {
   // Native float atomics declare a second (uint) view of every memory, and std430 blocks count
   // against the limit whether used or not: only when twice the memories fit.
   l.float_atomic_add = c.float_atomic_add && 2 * memories <= limit && !env_on("EMBER_OPENGL_NO_FLOAT_ATOMICS") &&
-                       has_float_atomic_add(kernel);
+                       has_float_atomic_add(kernel) && kernel->group.empty();  // group buffers' float atomics: CAS
+  check_workgroup_limits(kernel, c.max_group_invocations, c.max_group_size_x, c.max_shared_bytes, c.description);
   return l;
 }
 
@@ -168,9 +169,12 @@ std::string shader_source(const GeneratedKernel& k, const Dialect& d, const Kern
   if (layout.spill_from < n) {
     // Declarations: the arena's two views where the first arena memory was declared.
     size_t at = std::string::npos;
+    // Buffers of a kernel whose barriers order buffer writes are `coherent` (Dialect::coherent).
+    const std::string coherent =
+        body.find(") " + d.coherent + "buffer EmberM") != std::string::npos ? d.coherent : std::string();
     for (size_t i = layout.spill_from; i < n; ++i) {
       const std::string slot = std::to_string(i);
-      const std::string decl = "layout(std430, binding = " + slot + ") buffer EmberM" + slot + " { " +
+      const std::string decl = "layout(std430, binding = " + slot + ") " + coherent + "buffer EmberM" + slot + " { " +
                                d.mem_type[dtype_slot(kernel->memories[i]->dtype)] + " m" + slot + "[]; };\n";
       const size_t pos = body.find(decl);
       EMBER_INTERNAL_ASSERT(pos != std::string::npos, "no declaration of memory " << i << " in " << k.symbol);
@@ -178,8 +182,10 @@ std::string shader_source(const GeneratedKernel& k, const Dialect& d, const Kern
       at = std::min(at, pos);
     }
     const std::string u = std::to_string(layout.spill_from), i1 = std::to_string(layout.spill_from + 1);
-    body.insert(at, "layout(std430, binding = " + u + ") buffer EmberArenaU { uint ember_arena_u[]; };\n"
-                    "layout(std430, binding = " + i1 + ") buffer EmberArenaI { int ember_arena_i[]; };\n");
+    body.insert(at, "layout(std430, binding = " + u + ") " + coherent +
+                        "buffer EmberArenaU { uint ember_arena_u[]; };\n" +
+                        "layout(std430, binding = " + i1 + ") " + coherent +
+                        "buffer EmberArenaI { int ember_arena_i[]; };\n");
     // Offsets after the params in the uniform block.
     std::string offsets;
     for (size_t i = layout.spill_from; i < n; ++i) offsets += "  uint ember_o" + std::to_string(i) + ";\n";

@@ -176,6 +176,9 @@ void describe(Context& c) {
   glGetIntegerv(GL_UNIFORM_BUFFER_OFFSET_ALIGNMENT, &c.uniform_alignment);
   if (c.uniform_alignment <= 0) c.uniform_alignment = 256;
   for (GLuint i = 0; i < 3; ++i) glGetIntegeri_v(GL_MAX_COMPUTE_WORK_GROUP_COUNT, i, &c.max_groups[i]);
+  glGetIntegerv(GL_MAX_COMPUTE_WORK_GROUP_INVOCATIONS, &c.max_group_invocations);
+  glGetIntegeri_v(GL_MAX_COMPUTE_WORK_GROUP_SIZE, 0, &c.max_group_size_x);
+  glGetIntegerv(GL_MAX_COMPUTE_SHARED_MEMORY_SIZE, &c.max_shared_bytes);
   while (glGetError() != GL_NO_ERROR) {
   }
   const std::string log = env("EMBER_LOG"), debug = env("EMBER_DEBUG");

@@ -105,11 +105,11 @@ class Runner : public KernelRunner {
   void run_kernel(const Node* kernel, const std::vector<HostTensor*>& memories, const std::vector<uint32_t>& params,
                   const std::vector<int64_t>& dims) override {
     const KernelProgram& kp = compiled_kernel(kernels_, kernel, memories.size(), params.size());
-    const int64_t threads = dispatch_threads(dims);
+    const int64_t threads = grouped_threads(kernel, dims);  // whole workgroups for a kernel with a group
     if (threads == 0) return;
     Scope scope;
     Context& c = context();
-    const GpuGrid grid = dispatch_grid(kernel, threads, static_cast<uint32_t>(glsl_dialect().group_size),
+    const GpuGrid grid = dispatch_grid(kernel, threads, local_size(kernel, glsl_dialect().group_size),
                                        static_cast<uint64_t>(c.max_groups[0]), static_cast<uint64_t>(c.max_groups[1]),
                                        "OpenGL", c.description);
     check_loop_limit(kernel, kp.loops, params, c.loop_limit, c.description);

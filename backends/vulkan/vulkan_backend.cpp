@@ -19,9 +19,8 @@ class VulkanBackend : public Backend {
   explicit VulkanBackend(Language lang) : lang_(lang) { context(); }  // throws BackendError when no device
 
   const char* name() const override { return lang_ == Language::hlsl ? "vulkan-hlsl" : "vulkan"; }
-  // For now one GPU thread runs a whole workgroup, as on the CPU (correct, not fast); native
-  // workgroups (shared memory, barrier()) are the next step.
-  bool lowers_groups() const override { return true; }
+  // Workgroups run natively: a group is a workgroup, group buffers its shared memory.
+  bool lowers_groups() const override { return false; }
 
   std::string source(const Program& p) override {
     std::string out;

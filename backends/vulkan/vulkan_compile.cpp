@@ -63,7 +63,10 @@ KernelLayout kernel_layout(const Node* kernel, Language lang) {
   // EMBER_VULKAN_NO_FLOAT_ATOMICS=1 forces the compare-and-swap lowering (tests use it).
   const char* no_native = std::getenv("EMBER_VULKAN_NO_FLOAT_ATOMICS");
   l.float_atomic_add = lang == Language::glsl && c.float_atomic_add && !(no_native && *no_native && *no_native != '0') &&
-                       has_float_atomic_add(kernel);
+                       has_float_atomic_add(kernel) && kernel->group.empty();  // group buffers' float atomics: CAS
+  const auto& lim = c.props.limits;
+  check_workgroup_limits(kernel, lim.maxComputeWorkGroupInvocations, lim.maxComputeWorkGroupSize[0],
+                         lim.maxComputeSharedMemorySize, c.description);
   const size_t bindings = kernel->memories.size() + (l.params_in_buffer ? 1 : 0);
   if (bindings > c.props.limits.maxPerStageDescriptorStorageBuffers)
     throw BackendError("ember: kernel #" + std::to_string(kernel->index) + " uses " + std::to_string(bindings) +

@@ -12,7 +12,8 @@
 //   - scalars go in push constants (header words `threads` and `row`, then the params), or in
 //     a small buffer when they do not fit (KernelBinary::params_in_buffer);
 //   - dispatches above the device's group-count limit in x become 2-D grids (`row` threads per
-//     grid row; the shader guards the flat id against `threads`).
+//     grid row; the shader guards the flat id against `threads`);
+//   - a kernel with a group dispatches one workgroup per group (gpu_runtime.h, grouped_threads).
 #include <algorithm>
 #include <cstring>
 
@@ -95,10 +96,10 @@ class Runner : public KernelRunner {
   void run_kernel(const Node* kernel, const std::vector<HostTensor*>& memories, const std::vector<uint32_t>& params,
                   const std::vector<int64_t>& dims) override {
     const KernelBinary& kb = compiled_kernel(kernels_, kernel, memories.size(), params.size());
-    const int64_t threads = dispatch_threads(dims);
+    const int64_t threads = grouped_threads(kernel, dims);  // whole workgroups for a kernel with a group
     if (threads == 0) return;
     Context& c = context();
-    const GpuGrid grid = dispatch_grid(kernel, threads, static_cast<uint32_t>(glsl_dialect().group_size),
+    const GpuGrid grid = dispatch_grid(kernel, threads, local_size(kernel, glsl_dialect().group_size),
                                        c.props.limits.maxComputeWorkGroupCount[0],
                                        c.props.limits.maxComputeWorkGroupCount[1], "Vulkan", c.description);
     check_loop_limit(kernel, kb.loops, params, c.loop_limit, c.description);

@@ -370,6 +370,29 @@ TEST(Group, UnloweredBarrierHasNoCppSpelling) {
   EXPECT_THROW(generate_kernels(*p, cpp_dialect()), InternalError);
 }
 
+// The GPU dialects print a group kernel as one workgroup per group: shared memory, the
+// language's barrier outside the thread guard, the group's size as the local size.
+TEST(Group, GpuDialectsPrintNativeWorkgroups) {
+  std::unique_ptr<Program> p = block_sum();
+  run_pipeline(*p);  // without the CPU lowering, as the GPU backends run it
+  const std::string glsl = generate_kernels(*p, glsl_dialect());
+  for (const char* want : {"shared uint g0[256];", "layout(local_size_x = 256) in;",
+                           "memoryBarrierShared();\n  barrier();", "gl_WorkGroupID", "gl_LocalInvocationID",
+                           "bool ember_in = ember_t < ember_pc.threads;",
+                           "if (ember_in) {"})
+    EXPECT_NE(glsl.find(want), std::string::npos) << want << "\n" << glsl;
+  EXPECT_EQ(glsl.find("return;"), std::string::npos) << glsl;  // no thread leaves before a barrier
+  EXPECT_EQ(glsl.find("memoryBarrierBuffer"), std::string::npos) << glsl;  // no buffer write precedes one
+  // Every barrier sits outside the guards: at the kernel's top level or in the uniform loop.
+  size_t guard = glsl.find("if (ember_in) {");
+  size_t barrier = glsl.find("barrier();", glsl.find("void main()"));
+  EXPECT_LT(barrier, guard) << glsl;  // the zeroing's barrier comes before the first guard
+  const std::string hlsl = generate_kernels(*p, hlsl_dialect());
+  for (const char* want : {"groupshared uint g0[256];", "[numthreads(256, 1, 1)]", "GroupMemoryBarrierWithGroupSync();",
+                           "SV_GroupID", "SV_GroupThreadID"})
+    EXPECT_NE(hlsl.find(want), std::string::npos) << want << "\n" << hlsl;
+}
+
 TEST(Group, VerifierRejectsABarrierUnderDivergentControlFlow) {
   std::unique_ptr<Program> p = block_sum();
   verify(*p);

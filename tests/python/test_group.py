@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import ember as em
+from conftest import _SELECTED, _unavailable
 
 G = 256
 
@@ -45,6 +46,7 @@ def test_block_reduction(rng, n):
 
 
 def test_block_reduction_program_shape():
+    em.init(backend="cpu")  # the GPU backends keep the barriers (test_gpu_backends_run_groups_natively)
     traced = block_sum.ir("traced")
     assert "group(256)" in traced and "barrier" in traced and "group_buffer f32[256]" in traced
     assert block_sum.kernel_count == 1
@@ -192,6 +194,257 @@ def test_barriers_in_nested_uniform_loops_and_if_else(rng):
         else:
             want[g] = (want[g] * 3)[::-1]
     np.testing.assert_array_equal(f(x).numpy(), want.reshape(-1).astype(np.int32))
+
+
+# ---- native workgroups on the GPU backends ---------------------------------------------------
+# vulkan, vulkan-hlsl and opengl run a group as one workgroup: group buffers are shared memory,
+# em.barrier() is the language's barrier, the local size is the group's size. The programs
+# below run on every backend and are checked against NumPy; their shaders go through
+# glslangValidator (test_every_group_shader_passes_glslang_validator).
+
+SCAN = 64
+
+
+@em.compile
+def group_scan(X: em.i32["N"]):
+    """Inclusive scan of each group of 64 (Hillis-Steele); a var lives across the barriers."""
+    n = X.shape[0]
+    Y = em.zeros((n,), em.i32)
+    with em.kernel(n, group=SCAN) as i:
+        buf = em.group_buffer(SCAN, em.i32)
+        l = em.local_index()
+        buf[l] = X[i]
+        em.barrier()
+        with em.loop(6) as k:
+            d = 1 << k
+            t = em.var(buf[l])
+            with em.if_(l >= d):
+                t.val = t + buf[l - d]
+            em.barrier()
+            buf[l] = t
+            em.barrier()
+        Y[i] = buf[l]
+    return Y
+
+
+@em.compile
+def tile_transpose(X: em.f32["H", "W"]):
+    """Each 8x8 tile transposed through a group buffer; slots of threads outside the shape stay 0."""
+    h, w = X.shape
+    Y = em.zeros((h, w), em.f32)
+    with em.kernel((h, w), group=(8, 8)) as (i, j):
+        tile = em.group_buffer((8, 8), em.f32)
+        li, lj = em.local_index()
+        tile[li, lj] = X[i, j]
+        em.barrier()
+        Y[i, j] = tile[lj, li]
+    return Y
+
+
+@em.compile
+def group_dtypes(X: em.f32["N"], K: em.i32["N"]):
+    """Group buffers of each dtype, with atomics on them: f32 add, i32 max, u32 or, bool words."""
+    n = X.shape[0]
+    g = (n + 31) // 32
+    F = em.zeros((g,), em.f32)
+    I = em.zeros((g,), em.i32)
+    U = em.zeros((g,), em.u32)
+    B = em.zeros((n,), em.bool)
+    with em.kernel(n, group=32) as i:
+        fb = em.group_buffer(1, em.f32)
+        ib = em.group_buffer(2, em.i32)
+        ub = em.group_buffer(1, em.u32)
+        bb = em.group_buffer(32, em.bool)
+        l = em.local_index()
+        em.atomic_add(fb[0], X[i])
+        em.atomic_max(ib[1], K[i])
+        em.atomic_or(ub[0], em.cast(1 << (K[i] & 31), em.u32))
+        bb[l] = X[i] > 0
+        em.barrier()
+        with em.if_(l == 0):
+            F[em.group_index()] = fb[0]
+            I[em.group_index()] = ib[1]
+            U[em.group_index()] = ub[0]
+        B[i] = bb[31 - l]
+    return F, I, U, B
+
+
+@em.compile
+def buffer_neighbours(X: em.f32["N"]):
+    """A storage buffer written before a barrier and read after it by another thread of the group."""
+    n = X.shape[0]
+    T = em.zeros((n,), em.f32)
+    Y = em.zeros((n,), em.f32)
+    with em.kernel(n, group=64) as i:
+        l = em.local_index()
+        T[i] = X[i] * 2.0
+        em.barrier()
+        j = em.group_index() * 64 + (63 - l)
+        with em.if_(j < n):
+            Y[i] = T[j]
+    return Y
+
+
+@pytest.fixture(params=[b for b in ("vulkan", "vulkan-hlsl", "opengl") if b in _SELECTED])
+def gpu_backend(request):
+    """Runs the test once per GPU backend (skipped where this machine lacks its device)."""
+    reason = _unavailable(request.param)
+    if reason:
+        pytest.skip(f"backend {request.param} unavailable: {reason}")
+    em.init(backend=request.param)
+    yield request.param
+
+
+GROUP_PROGRAMS = [block_sum, tiled_matmul, stencil, group_scan, tile_transpose, group_dtypes, buffer_neighbours]
+
+
+@pytest.mark.parametrize("n", [1000, 64, 5])
+def test_partial_last_group_with_barriers(backend, rng, n):
+    x = rng.integers(-100, 100, n).astype(np.int32)
+    padded = np.zeros(-(-n // SCAN) * SCAN, np.int64)
+    padded[:n] = x
+    want = np.cumsum(padded.reshape(-1, SCAN), axis=1).reshape(-1)[:n]
+    np.testing.assert_array_equal(group_scan(x).numpy(), want.astype(np.int32))
+
+
+def test_partial_2d_groups_with_a_barrier(backend, rng):
+    h, w = 13, 21
+    x = rng.uniform(-1, 1, (h, w)).astype(np.float32)
+    p = np.zeros((16, 24), np.float32)
+    p[:h, :w] = x
+    want = p.reshape(2, 8, 3, 8).transpose(0, 3, 2, 1).reshape(16, 24)[:h, :w]
+    np.testing.assert_array_equal(tile_transpose(x).numpy(), want)
+
+
+@pytest.mark.parametrize("n", [96, 70])
+def test_group_buffers_of_every_dtype(backend, rng, n):
+    x = rng.integers(-8, 8, n).astype(np.float32)  # small integers: float sums are exact in any order
+    k = rng.integers(-1000, 1000, n).astype(np.int32)
+    F, I, U, B = (t.numpy() for t in group_dtypes(x, k))
+    g = -(-n // 32)
+    xp = np.zeros(g * 32, np.float32)
+    xp[:n] = x
+    kp = np.full(g * 32, np.iinfo(np.int32).min, np.int64)
+    kp[:n] = k
+    np.testing.assert_array_equal(F, xp.reshape(g, 32).sum(axis=1))
+    np.testing.assert_array_equal(I, np.maximum(kp.reshape(g, 32).max(axis=1), 0))  # ib starts at 0
+    bits = np.zeros(g, np.uint32)
+    for t in range(n):
+        bits[t // 32] |= np.uint32(1) << np.uint32(k[t] & 31)
+    np.testing.assert_array_equal(U, bits)
+    pos = np.zeros(g * 32, bool)
+    pos[:n] = x > 0
+    np.testing.assert_array_equal(B, pos.reshape(g, 32)[:, ::-1].reshape(-1)[:n])
+
+
+def test_storage_buffer_writes_before_a_barrier_are_visible_to_the_group(backend, rng, monkeypatch):
+    n = 200
+    x = rng.uniform(-1, 1, n).astype(np.float32)
+    i = np.arange(n)
+    j = i // 64 * 64 + 63 - i % 64
+    want = np.where(j < n, 2 * x[np.minimum(j, n - 1)], 0).astype(np.float32)
+    np.testing.assert_array_equal(buffer_neighbours(x).numpy(), want)
+    if backend == "cpu":
+        return
+    src = buffer_neighbours.source()
+    if backend == "vulkan-hlsl":
+        assert "AllMemoryBarrierWithGroupSync();" in src and "globallycoherent RWStructuredBuffer" in src
+    else:
+        assert "memoryBarrierBuffer();" in src and "coherent buffer" in src
+    # A barrier that no storage-buffer write precedes orders the group's shared memory only.
+    sum_src = block_sum.source()
+    assert "memoryBarrierBuffer" not in sum_src and "AllMemoryBarrier" not in sum_src and "coherent" not in sum_src
+    if backend == "opengl":  # the memories in the spill arena (a driver binding few buffers): coherent too
+        monkeypatch.setenv("EMBER_OPENGL_MAX_STORAGE_BUFFERS", "2")
+        spilled = em.compile(buffer_neighbours.fn)
+        np.testing.assert_array_equal(spilled(x).numpy(), want)
+        assert "coherent buffer EmberArenaU" in spilled.source()
+
+
+def test_gpu_backends_run_groups_natively(gpu_backend, rng):
+    backend = gpu_backend
+    x = rng.uniform(-1, 1, 1000).astype(np.float32)
+    block_sum(x)
+    assert "barrier" in block_sum.ir("final")  # not lowered
+    assert "lower_group_barriers" not in [p["name"] for p in block_sum.stats["passes"]]
+    src = block_sum.source()
+    tiled_matmul(np.ones((4, 4), np.float32), np.ones((4, 4), np.float32))
+    mm = tiled_matmul.source()
+    if backend == "vulkan-hlsl":
+        assert "groupshared uint g0[256];" in src and "[numthreads(256, 1, 1)]" in src
+        assert "GroupMemoryBarrierWithGroupSync();" in src
+        assert "SV_GroupID" in src and "SV_GroupThreadID" in src
+        assert "[numthreads(256, 1, 1)]" in mm and mm.count("groupshared uint") == 2  # 16 x 16
+    else:
+        assert "shared uint g0[256];" in src and "layout(local_size_x = 256) in;" in src
+        assert "memoryBarrierShared();\n  barrier();" in src
+        assert "gl_WorkGroupID" in src and "gl_LocalInvocationID" in src
+        assert "layout(local_size_x = 256) in;" in mm and mm.count("shared uint") == 2
+    assert "return;" not in src  # no thread leaves before a barrier
+
+
+def test_group_larger_than_the_device_allows(gpu_backend, rng, monkeypatch):
+
+    @em.compile
+    def wide(X: em.f32["N"]):
+        Y = em.zeros((X.shape[0],), em.f32)
+        with em.kernel(X.shape[0], group=1024) as i:
+            buf = em.group_buffer(1024, em.f32)
+            buf[em.local_index()] = X[i]
+            em.barrier()
+            Y[i] = buf[1023 - em.local_index()]
+        return Y
+    x = rng.uniform(-1, 1, 3000).astype(np.float32)
+    want = np.zeros(3072, np.float32)
+    want[:3000] = x
+    want = want.reshape(3, 1024)[:, ::-1].reshape(-1)[:3000]
+    np.testing.assert_array_equal(wide(x).numpy(), want)  # 1024: the most the tracer and most devices allow
+    # A device allowing fewer threads per workgroup (the limit lowered as a test hook).
+    monkeypatch.setenv("EMBER_GPU_MAX_GROUP_THREADS", "512")
+    with pytest.raises(em.BackendError, match=r"kernel #\d+.* workgroups of 1024 threads \(group=\(1024\)\); .* "
+                                              r"runs at most 512 threads per workgroup"):
+        em.compile(wide.fn)(x)
+    monkeypatch.delenv("EMBER_GPU_MAX_GROUP_THREADS")
+
+    @em.compile
+    def big_buffer(X: em.f32["N"]):
+        Y = em.zeros((X.shape[0],), em.f32)
+        with em.kernel(X.shape[0], group=64) as i:
+            buf = em.group_buffer(16384, em.f32)  # 64 KiB
+            buf[em.local_index() * 256] = X[i]
+            em.barrier()
+            Y[i] = buf[(63 - em.local_index()) * 256]
+        return Y
+    with pytest.raises(em.BackendError, match=r"kernel #\d+.* group buffers of 65536 bytes per workgroup; .* at most "
+                                              r"\d+ bytes of shared memory"):
+        big_buffer(np.zeros(64, np.float32))
+
+
+def test_every_group_shader_passes_glslang_validator(gpu_backend, tmp_path):
+    """Every kernel of this file's programs exactly as the backend compiles it."""
+    import shutil
+    import subprocess
+    from gpu_test_helpers import shaders
+    backend = gpu_backend
+    if not shutil.which("glslangValidator"):
+        pytest.skip("glslangValidator is not installed (Debian: glslang-tools)")
+    checked = 0
+    for prog in GROUP_PROGRAMS:
+        for symbol, shader in shaders(prog.source()):
+            if backend == "vulkan-hlsl":
+                path = tmp_path / f"{symbol}.hlsl"
+                cmd = ["glslangValidator", "-D", "-S", "comp", "-e", symbol, "-V", str(path), "-o", f"{path}.spv"]
+            elif backend == "vulkan":
+                path = tmp_path / f"{symbol}.comp"
+                cmd = ["glslangValidator", "-V", str(path), "-o", f"{path}.spv"]
+            else:
+                path = tmp_path / f"{symbol}.comp"
+                cmd = ["glslangValidator", str(path)]
+            path.write_text(shader)
+            proc = subprocess.run(cmd, capture_output=True, text=True)
+            assert proc.returncode == 0, f"{symbol}:\n{proc.stdout}{proc.stderr}\n{shader}"
+            checked += 1
+    assert checked >= len(GROUP_PROGRAMS)
 
 
 # ---- errors --------------------------------------------------------------------------------
