@@ -39,6 +39,8 @@ bool begin(const std::string& title, float x, float y, float w, float h);
 void end();
 // The last widget's rectangle (x, y, width, height) in window pixels (for scripted input).
 std::array<float, 4> item_rect();
+// Whether a frame is open for ui calls (false once the window was closed, even mid-`begin`).
+bool in_frame();
 // Whether an ImGui widget wants the mouse / keyboard this frame (so the app should ignore them).
 bool wants_mouse();
 bool wants_keyboard();

@@ -2,13 +2,17 @@
 // windowed capture the same pixels), PNG files through Debian's libpng, and recording every
 // frame to a PNG sequence or to an MP4 through an ffmpeg process fed raw RGBA on a pipe.
 #include <png.h>
+#include <pthread.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <csetjmp>
+#include <csignal>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <regex>
 
@@ -57,6 +61,36 @@ void make_parent_dirs(const std::string& file) {
   fs::create_directories(parent, ec);
   if (ec) throw WindowError("ember: cannot create the directory " + parent.string() + ": " + ec.message());
 }
+
+// Blocks SIGPIPE on this thread for a scope and discards one raised in it: an ffmpeg that died
+// is an error to report, not a signal that ends the process (Python ignores SIGPIPE, C++
+// programs do not).
+class NoSigpipe {
+ public:
+  NoSigpipe() {
+    sigemptyset(&pipe_);
+    sigaddset(&pipe_, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_, &old_);
+    sigset_t pending;
+    sigpending(&pending);
+    was_pending_ = sigismember(&pending, SIGPIPE) == 1;
+  }
+  ~NoSigpipe() {
+    sigset_t pending;
+    sigpending(&pending);
+    if (!was_pending_ && sigismember(&pending, SIGPIPE) == 1) {
+      const timespec zero{0, 0};
+      sigtimedwait(&pipe_, nullptr, &zero);
+    }
+    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+  }
+  NoSigpipe(const NoSigpipe&) = delete;
+  NoSigpipe& operator=(const NoSigpipe&) = delete;
+
+ private:
+  sigset_t pipe_, old_;
+  bool was_pending_ = false;
+};
 
 // libpng reports errors by longjmp; this keeps the C++ objects out of the jumped-over frames.
 struct PngFile {
@@ -111,10 +145,13 @@ std::vector<uint8_t> WindowImpl::read_fbo(int* width, int* height) {
   *width = w;
   *height = h;
   std::vector<uint8_t> flipped(size_t(w) * size_t(h) * 4);
+  GLint align = 4;  // headless, this is the backend's context: its pixel-store state is left as found
+  glGetIntegerv(GL_PACK_ALIGNMENT, &align);
   glBindFramebuffer(GL_READ_FRAMEBUFFER, fbo);
   glPixelStorei(GL_PACK_ALIGNMENT, 1);
   glReadPixels(0, 0, w, h, GL_RGBA, GL_UNSIGNED_BYTE, flipped.data());
   glBindFramebuffer(GL_READ_FRAMEBUFFER, 0);
+  glPixelStorei(GL_PACK_ALIGNMENT, align);
   gl::check_error("reading back a window frame");
   std::vector<uint8_t> out(flipped.size());
   const size_t row = size_t(w) * 4;
@@ -202,7 +239,12 @@ void WindowImpl::capture_frame() {
     const int cw = std::min(record_w, pw), ch = std::min(record_h, ph);
     for (int y = 0; y < ch; ++y)
       std::memcpy(&out[size_t(y) * record_w * 4], &px[size_t(y) * pw * 4], size_t(cw) * 4);
-    if (std::fwrite(out.data(), 1, out.size(), ffmpeg) != out.size()) {
+    bool written = false;
+    {
+      NoSigpipe guard;
+      written = std::fwrite(out.data(), 1, out.size(), ffmpeg) == out.size() && std::fflush(ffmpeg) == 0;
+    }
+    if (!written) {
       finish_recording();
       throw WindowError("ember: ffmpeg stopped taking frames (see its error output above)");
     }
@@ -216,10 +258,19 @@ void WindowImpl::capture_frame() {
 
 void WindowImpl::finish_recording() {
   if (ffmpeg) {
-    const int rc = ::pclose(ffmpeg);
+    int rc = 0;
+    {
+      NoSigpipe guard;  // pclose writes what stdio still buffers
+      rc = ::pclose(ffmpeg);
+    }
     ffmpeg = nullptr;
     recording = false;
-    if (rc != 0) throw WindowError("ember: ffmpeg failed (exit status " + std::to_string(rc) + ")");
+    if (rc != 0)
+      throw WindowError("ember: ffmpeg failed (" +
+                        (rc > 0 && WIFEXITED(rc) ? "exit status " + std::to_string(WEXITSTATUS(rc))
+                         : rc > 0 && WIFSIGNALED(rc) ? "killed by signal " + std::to_string(WTERMSIG(rc))
+                                                     : "pclose returned " + std::to_string(rc)) +
+                        ")");
   }
   recording = false;
 }

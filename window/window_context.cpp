@@ -155,7 +155,10 @@ void WindowImpl::destroy_context() {
     Current cur(*this);
     if (imgui) {
       ImGui::SetCurrentContext(imgui);
-      if (frame_open) ImGui::EndFrame();
+      if (frame_open) {
+        for (; ui_depth > 0; --ui_depth) ImGui::End();  // closed inside `with em.ui.window`: ImGui asserts otherwise
+        ImGui::EndFrame();
+      }
       ImGui_ImplOpenGL3_Shutdown();
     }
     destroy_gl_objects();

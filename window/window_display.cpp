@@ -213,6 +213,9 @@ void WindowImpl::upload(const Image& img) {
                 img.height <= max_side;
   device_buffer = device ? b->name : 0;
   last_upload = device ? "device" : "host";
+  // The backend's kernels wrote the buffer through image/storage stores: make those writes
+  // visible to the pixel-unpack copy and to the display shader's storage-buffer reads.
+  if (device) glMemoryBarrier(GL_PIXEL_BUFFER_BARRIER_BIT | GL_SHADER_STORAGE_BARRIER_BIT);
   if (use_texture) {
     const bool f = img.format == PixelFormat::f32;
     // One-channel u8 is filtered in float (R32F; the upload converts bytes to 0..1): an 8-bit

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <exception>
 #include <numeric>
 
 #include "window/window_internal.h"
@@ -168,7 +169,12 @@ void Window::close() {
     } catch (...) {
     }
   }
-  w.finish_recording();
+  std::exception_ptr recording_failed;  // reported after the window is destroyed, not instead of it
+  try {
+    w.finish_recording();
+  } catch (...) {
+    recording_failed = std::current_exception();
+  }
   if (ui_target() == &w) ui_target() = nullptr;
   w.destroy_context();
   w.frame_open = false;
@@ -176,6 +182,7 @@ void Window::close() {
   w.image = Image();
   w.have_image = false;
   w.drawn_owner.reset();
+  if (recording_failed) std::rethrow_exception(recording_failed);
 }
 
 std::pair<int, int> Window::size() const { return {impl_->fb_w, impl_->fb_h}; }

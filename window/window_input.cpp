@@ -3,6 +3,8 @@
 // path real input does. ImGui 1.86 reads input as state once per frame, so a press and release
 // of the same button or key in one frame would be lost: applying stops at the second change of
 // a button or key and leaves the rest of the queue for the next frame (one change per frame).
+// Likewise a move after a button change waits for the next frame, so a press is seen where it
+// happened (ImGui takes the click position from the frame the button went down).
 #define GLFW_INCLUDE_NONE
 #include <GLFW/glfw3.h>
 #include <imgui.h>
@@ -255,6 +257,7 @@ void WindowImpl::apply_events() {
         if (e.down) pressed.insert(e.code);
       }
     } else if (e.kind == InputEvent::Kind::mouse_pos) {
+      if ((button_changed[0] || button_changed[1] || button_changed[2]) && (e.x != mouse.x || e.y != mouse.y)) break;
       mouse.x = e.x;
       mouse.y = e.y;
     } else if (e.kind == InputEvent::Kind::scroll) {

@@ -170,7 +170,7 @@ void plot_histogram(const std::string& label, const std::vector<float>& values, 
 
 const std::vector<float>& push_history(const std::string& label, float v, size_t history) {
   WindowImpl& w = target("plot");
-  if (history == 0) throw WindowError("ember: em.ui.plot history must be at least 1");
+  if (history == 0) throw WindowError("ember: em.ui.plot history must be at least 1, got 0");
   std::vector<float>& h = w.histories[label];
   h.push_back(v);
   if (h.size() > history) h.erase(h.begin(), h.begin() + static_cast<std::ptrdiff_t>(h.size() - history));
@@ -215,6 +215,11 @@ std::array<float, 4> item_rect() {
   target("item_rect");
   const ImVec2 a = ImGui::GetItemRectMin(), b = ImGui::GetItemRectMax();
   return {a.x, a.y, b.x - a.x, b.y - a.y};
+}
+
+bool in_frame() {
+  const WindowImpl* w = ui_target();
+  return w && w->frame_open && w->imgui;
 }
 
 bool wants_mouse() {

@@ -25,6 +25,11 @@ else:  # the window runtime was not built; em.Window raises this on construction
         """A window was misused: em.ui outside a frame, a closed window, a bad option or file."""
 
 
+def _check_int(what, v):
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+        raise _C.TypeError(f"{what} must be an int, got {v!r}")
+
+
 class Mouse:
     """The mouse in the current frame: x, y in window pixels (top-left origin), buttons
     (left, right, middle) as booleans, scroll (vertical wheel offset received this frame) and
@@ -64,8 +69,7 @@ class Window:
             raise _C.BackendError("this Ember was built without the window runtime (EMBER_WITH_WINDOW needs the "
                                   "OpenGL backend, Dear ImGui and libpng; see tools/bootstrap)")
         for name, v in (("width", width), ("height", height)):
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
-                raise _C.TypeError(f"em.Window {name} must be an int, got {v!r}")
+            _check_int(f"em.Window {name}", v)
         if frames is not None and (isinstance(frames, bool) or not isinstance(frames, (int, np.integer))):
             raise _C.TypeError(f"em.Window frames must be an int or None, got {frames!r}")
         self._w = _C._Window(int(width), int(height), str(title), headless, bool(vsync), bool(resizable),
@@ -139,6 +143,8 @@ class Window:
 
     def resize(self, width, height):
         """Resizes the window (or the off-screen framebuffer)."""
+        _check_int("win.resize width", width)
+        _check_int("win.resize height", height)
         self._w.resize(int(width), int(height))
 
     @property
@@ -222,6 +228,7 @@ class Window:
     def record(self, path, fps=30):
         """Writes every following frame: into a directory (frame_00000.png, ...), to a printf-style
         pattern ("out/f_%04d.png"), or to an .mp4 when ffmpeg is on PATH (ember.WindowError if not)."""
+        _check_int("win.record fps", fps)
         self._w.record(str(path), int(fps))
 
     def stop_recording(self):
@@ -237,8 +244,15 @@ class Window:
     def __enter__(self):
         return self
 
-    def __exit__(self, *exc):
-        self.close()
+    def __exit__(self, exc_type, exc, tb):
+        if exc is None:
+            self.close()
+            return False
+        try:  # the window is destroyed either way; the exception in flight is the one reported
+            self.close()
+        except _C.Error as e:
+            if hasattr(exc, "add_note"):
+                exc.add_note(f"while closing the window: {e}")
         return False
 
     def __repr__(self):

@@ -96,10 +96,14 @@ def input(label, value, step=None):
 
 def input_text(label, value="", max_length=256):
     """A text field; returns the edited text (at most max_length bytes)."""
+    if int(max_length) < 0:
+        raise WindowError(f"ember: em.ui.input_text max_length must be at least 0, got {max_length!r}")
     return _ui().input_text(str(label), str(value), int(max_length))
 
 
 def _series(label, value, history):
+    if int(history) < 1:
+        raise WindowError(f"ember: em.ui.plot history must be at least 1, got {history!r}")
     if isinstance(value, (numbers.Real, np.floating, np.integer)) and not isinstance(value, builtins.bool):
         return list(_ui().push_history(str(label), float(value), int(history))), float(value)
     vals = np.asarray(value, dtype=np.float32).ravel()
@@ -157,7 +161,8 @@ def window(title, pos=None, size=None):
     try:
         yield visible
     finally:
-        end()
+        if _ui().in_frame():  # not when the block closed the window (a "Quit" button)
+            end()
 
 
 def item_rect():

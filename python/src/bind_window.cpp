@@ -37,7 +37,8 @@ ShowOptions show_options(const std::string& colormap, const std::string& filter,
   return o;
 }
 
-// A C-contiguous float32, uint8 (or uint32/int32 holding 0..255) array as an Image; anything else is a TypeError naming the dtype.
+// A C-contiguous float32, uint8 (or uint32/int32 holding 0..255) array in the machine's byte order as an Image;
+// anything else is a TypeError naming the dtype.
 Image array_image(const py::array& arr) {
   const py::dtype dt = arr.dtype();
   PixelFormat f;
@@ -49,6 +50,10 @@ Image array_image(const py::array& arr) {
     throw ember::TypeError("win.show: expected float32 (values 0..1, or range=) or uint8 elements (or uint32/int32 "
                            "holding 0..255), got " +
                            dt.attr("name").cast<std::string>() + " (convert with .astype(np.float32) or .astype(np.uint8))");
+  if (!dt.attr("isnative").cast<bool>())
+    throw ember::TypeError("win.show: expected elements in the machine's byte order, got " +
+                           dt.attr("str").cast<std::string>() + " (convert with .astype(\"" +
+                           dt.attr("newbyteorder")("=").attr("str").cast<std::string>() + "\"))");
   std::vector<int64_t> shape(arr.shape(), arr.shape() + arr.ndim());
   py::array c = arr;
   if (!(arr.flags() & py::array::c_style)) c = py::module_::import("numpy").attr("ascontiguousarray")(arr);
@@ -164,6 +169,7 @@ void bind_ui(py::module_& m) {
   u.def("begin", &ui::begin);
   u.def("end", &ui::end);
   u.def("item_rect", &ui::item_rect);
+  u.def("in_frame", &ui::in_frame);
   u.def("wants_mouse", &ui::wants_mouse);
   u.def("wants_keyboard", &ui::wants_keyboard);
 }

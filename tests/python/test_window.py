@@ -592,3 +592,127 @@ def test_unclosed_ui_window_is_closed_at_frame_end():
             with em.ui.window("raises inside"):
                 raise ValueError("user code")
         assert win.frame()
+
+
+# -- review: misuse that must raise, never crash or convert --------------------------------------
+
+def _run_script(src, **env):
+    """Runs src in a fresh process (an ImGui assert aborts the process, not just the test)."""
+    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(src), BUILD_PYTHON],
+                          env=dict(os.environ, **env), capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return proc.stdout
+
+
+def test_close_inside_a_ui_window_does_not_abort():
+    # A "Quit" button inside em.ui.window closes the window with that ImGui window still open;
+    # a window garbage-collected mid-frame with an em.ui.begin open is the same case.
+    out = _run_script("""
+        import gc, sys
+        sys.path.insert(0, sys.argv[1])
+        import ember as em
+        with em.Window(64, 64, "quit", headless=True) as win:
+            n = 0
+            while win.frame():
+                n += 1
+                with em.ui.window("Controls"):
+                    em.ui.text("x")
+                    if n == 2:
+                        win.close()
+        print("closed", win.closed, n)
+        w = em.Window(64, 64, "gc", headless=True)
+        w.frame()
+        em.ui.begin("left open")
+        del w
+        gc.collect()
+        print("collected")
+    """)
+    assert "closed True 2" in out and "collected" in out, out
+
+
+def test_show_rejects_non_native_byte_order():
+    with em.Window(32, 32, "endian", headless=True) as win:
+        win.frame()
+        with pytest.raises(em.TypeError, match=r"byte order.*>f4"):
+            win.show(np.ones((4, 5), ">f4"))
+        with pytest.raises(em.TypeError, match=r"byte order.*>u4"):
+            win.show(np.ones((4, 5), ">u4"))
+        win.show(np.ones((4, 5), "<f4").T)        # native, non-contiguous: shown (a layout copy only)
+        win.show(np.ones((4, 5), ">u1"))          # one byte: no byte order
+
+
+def test_int_arguments_are_not_truncated(tmp_path):
+    with em.Window(32, 32, "ints", headless=True) as win:
+        with pytest.raises(em.TypeError, match=r"width must be an int, got 100\.7"):
+            win.resize(100.7, 50)
+        with pytest.raises(em.TypeError, match=r"height must be an int, got '50'"):
+            win.size = (100, "50")
+        assert win.size == (32, 32)
+        with pytest.raises(em.TypeError, match=r"fps must be an int, got 29\.97"):
+            win.record(tmp_path / "rec", fps=29.97)
+        assert not win.recording
+        win.resize(np.int64(40), 20)
+        assert win.size == (40, 20)
+
+
+def test_ui_counts_are_checked_by_ember():
+    with em.Window(64, 64, "counts", headless=True) as win:
+        win.frame()
+        with pytest.raises(em.WindowError, match="history must be at least 1, got -3"):
+            em.ui.plot("p", 1.0, history=-3)
+        with pytest.raises(em.WindowError, match="history must be at least 1, got 0"):
+            em.ui.histogram("h", 1.0, history=0)
+        with pytest.raises(em.WindowError, match="max_length must be at least 0, got -1"):
+            em.ui.input_text("t", "abc", max_length=-1)
+        assert win.frame()
+
+
+def _fake_ffmpeg(tmp_path, monkeypatch):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    exe = bin_dir / "ffmpeg"
+    exe.write_text("#!/bin/sh\nexit 3\n")
+    exe.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+
+
+def test_failed_ffmpeg_still_closes_the_window(tmp_path, monkeypatch):
+    _fake_ffmpeg(tmp_path, monkeypatch)
+    with pytest.raises(em.WindowError, match=r"ffmpeg failed \(exit status 3\)"):
+        with em.Window(64, 48, "mp4", headless=True) as win:
+            win.record(tmp_path / "out.mp4")
+    assert win.closed and not win.recording
+    # with an exception in flight, __exit__ destroys the window and lets that exception through
+    with pytest.raises(KeyError, match="user"):
+        with em.Window(64, 48, "mp4", headless=True) as win:
+            win.record(tmp_path / "out.mp4")
+            raise KeyError("user")
+    assert win.closed
+
+
+def test_press_then_move_in_one_frame_presses_where_the_button_went_down():
+    # ImGui reads the mouse once per frame: a press and the moves after it, queued before one
+    # frame (a fast drag, or a slow frame), must show the press at its own position first.
+    v, rect = 0.5, None
+    with em.Window(400, 200, "fastdrag", headless=True, overlay=False) as win:
+        def frame():
+            nonlocal v, rect
+            assert win.frame()
+            with em.ui.window("S", pos=(0, 0), size=(300, 100)):
+                v = em.ui.slider("value", v, 0.0, 1.0)
+                rect = em.ui.item_rect()
+        for _ in range(3):
+            frame()
+        x, y, w, h = rect
+        win.inject_mouse(x + 0.1 * w, y + h / 2)
+        frame()
+        win.inject_mouse(x + 0.1 * w, y + h / 2, buttons=(True, False, False))   # on the slider
+        win.inject_mouse(360, y + h / 2, buttons=(True, False, False))           # dragged past its end
+        frame()
+        assert (win.mouse.x, win.mouse.buttons[0]) == (pytest.approx(x + 0.1 * w), True)
+        frame()
+        assert win.mouse.x == 360
+        win.inject_mouse(360, y + h / 2)
+        frame()
+        frame()
+    assert v == pytest.approx(1.0), v
