@@ -693,15 +693,19 @@ class KernelPrinter {
                                 {"lanes", std::to_string(sg.stride)}, {"n", row + "n"}, {"stride", row + "s"},
                                 {"mem", ref(sg.memory)}, {"begin", begin}}));
     }
-    if (native_) {
-      group_framing();
-      out_ += body;
+    // Closes the kernel and gives back the text printed since `saved`.
+    auto finish = [&] {
       depth_ = 0;
       line(d_.kernel_close);
       std::string text = std::move(out_);
       out_ = std::move(saved);
       depth_ = saved_depth;
       return text;
+    };
+    if (native_) {
+      group_framing();
+      out_ += body;
+      return finish();
     }
     // Kernels of rank >= 2 may run as rows x columns (Dialect::rows_open): coordinates of the
     // leading axes come from the row, the last one is the column (no division per thread).
@@ -776,12 +780,7 @@ class KernelPrinter {
       depth_ = 1;
       line(fill(d_.threads_close, {{"tid", "tid"}}));
     }
-    depth_ = 0;
-    line(d_.kernel_close);
-    std::string text = std::move(out_);
-    out_ = std::move(saved);
-    depth_ = saved_depth;
-    return text;
+    return finish();
   }
 
   const Node* k_;
