@@ -2,12 +2,18 @@
 // (backends/cpu). Helpers in the prelude reproduce core/ir/eval.cpp exactly: floor div/mod with
 // x/0 == 0, shifts by >= 32, clamped float->int conversion. The backend compiles with -fwrapv
 // (i32 arithmetic wraps) and -ffp-contract=off (no fused multiply-add), so results match the
-// interpreter bit for bit.
+// interpreter bit for bit. f32 exp/exp2/log/log2/sin/cos/tanh/atan2/min/max call
+// core/math/ember_math.h, whose text opens the prelude, as the interpreter does: branch-free, so
+// loops that use them vectorize.
 #include "codegen/dialect.h"
 
 namespace ember {
 
 namespace {
+
+const char* kMathText =
+#include "codegen/ember_math_text.inc"
+    ;
 
 const char* kCppPrelude = R"(#include <cmath>
 #include <cstdint>
@@ -64,8 +70,8 @@ template <class F> inline uint32_t ember_rmw(uint32_t* p, F f) {
 #define EMBER_BUILTIN(KIND, SUFFIX, T, BUILTIN) \
   inline T ember_atomic_##KIND##_##SUFFIX(T* p, T v) { return BUILTIN(p, v, __ATOMIC_RELAXED); }
 EMBER_RMW(add, f32, float, float, ember_as_f32, ember_as_u32, o + v)
-EMBER_RMW(min, f32, float, float, ember_as_f32, ember_as_u32, std::fmin(o, v))
-EMBER_RMW(max, f32, float, float, ember_as_f32, ember_as_u32, std::fmax(o, v))
+EMBER_RMW(min, f32, float, float, ember_as_f32, ember_as_u32, ember_math::fmin(o, v))
+EMBER_RMW(max, f32, float, float, ember_as_f32, ember_as_u32, ember_math::fmax(o, v))
 EMBER_RMW(and, f32, float, float, ember_as_f32, EMBER_ID, w & ember_as_u32(v))
 EMBER_RMW(or, f32, float, float, ember_as_f32, EMBER_ID, w | ember_as_u32(v))
 EMBER_RMW(xor, f32, float, float, ember_as_f32, EMBER_ID, w ^ ember_as_u32(v))
@@ -93,7 +99,7 @@ EMBER_RMW(exchange, bool, bool, uint32_t, EMBER_BOOL, EMBER_WORD, v)
 Dialect make_cpp() {
   Dialect d;
   d.name = "cpp";
-  d.prelude = kCppPrelude;
+  d.prelude = std::string(kMathText) + kCppPrelude;
   d.type = {"void", "float", "int32_t", "uint32_t", "bool"};
   d.mem_type = {"uint32_t", "float", "int32_t", "uint32_t", "uint32_t"};
   d.index_type = "int64_t";
@@ -122,21 +128,21 @@ Dialect make_cpp() {
   set(Op::round, "std::nearbyint({0})", "{0}", "{0}", "{0}");
   set(Op::trunc, "std::trunc({0})", "{0}", "{0}", "{0}");
   set(Op::frac, "({0} - std::floor({0}))", "0", "0u", "false");
-  math(Op::exp, "std::exp({0})");
-  math(Op::exp2, "std::exp2({0})");
-  math(Op::log, "std::log({0})");
-  math(Op::log2, "std::log2({0})");
+  math(Op::exp, "ember_math::exp({0})");
+  math(Op::exp2, "ember_math::exp2({0})");
+  math(Op::log, "ember_math::log({0})");
+  math(Op::log2, "ember_math::log2({0})");
   math(Op::sqrt, "std::sqrt({0})");
   math(Op::rsqrt, "(1.0f / std::sqrt({0}))");
-  math(Op::sin, "std::sin({0})");
-  math(Op::cos, "std::cos({0})");
+  math(Op::sin, "ember_math::sin({0})");
+  math(Op::cos, "ember_math::cos({0})");
   math(Op::tan, "std::tan({0})");
   math(Op::asin, "std::asin({0})");
   math(Op::acos, "std::acos({0})");
   math(Op::atan, "std::atan({0})");
   math(Op::sinh, "std::sinh({0})");
   math(Op::cosh, "std::cosh({0})");
-  math(Op::tanh, "std::tanh({0})");
+  math(Op::tanh, "ember_math::tanh({0})");
   set(Op::isnan, "std::isnan({0})", "false", "false", "false");
   set(Op::isinf, "std::isinf({0})", "false", "false", "false");
   all(Op::add, "({0} + {1})");
@@ -146,9 +152,9 @@ Dialect make_cpp() {
   set(Op::mod, "ember_mod({0}, {1})", "ember_mod({0}, {1})", "ember_mod({0}, {1})",
       "ember_mod((uint32_t){0}, (uint32_t){1})");
   math(Op::pow, "std::pow({0}, {1})");
-  math(Op::atan2, "std::atan2({0}, {1})");
-  set(Op::min, "std::fmin({0}, {1})", "({0} < {1} ? {0} : {1})", "({0} < {1} ? {0} : {1})", "({0} < {1} ? {0} : {1})");
-  set(Op::max, "std::fmax({0}, {1})", "({0} > {1} ? {0} : {1})", "({0} > {1} ? {0} : {1})", "({0} > {1} ? {0} : {1})");
+  math(Op::atan2, "ember_math::atan2({0}, {1})");
+  set(Op::min, "ember_math::fmin({0}, {1})", "({0} < {1} ? {0} : {1})", "({0} < {1} ? {0} : {1})", "({0} < {1} ? {0} : {1})");
+  set(Op::max, "ember_math::fmax({0}, {1})", "({0} > {1} ? {0} : {1})", "({0} > {1} ? {0} : {1})", "({0} > {1} ? {0} : {1})");
   all(Op::eq, "({0} == {1})");
   all(Op::ne, "({0} != {1})");
   all(Op::lt, "({0} < {1})");
@@ -209,7 +215,10 @@ Dialect make_cpp() {
   d.rows_open =
       "#pragma omp parallel for schedule(static) if (end - begin >= {threshold})\n"
       "for (int64_t row = begin / {len}; row < (end + {len} - 1) / {len}; ++row) {";
+  // Threads are independent (the rows loop above runs them in parallel): ivdep lets the columns
+  // loop vectorize where GCC cannot rule out aliasing, e.g. sin/cos's table gather (core/math).
   d.cols_open =
+      "#pragma GCC ivdep\n"
       "for (int64_t col = {lo}; col < {hi}; ++col) {\n"
       "  const int64_t {tid} = row * {len} + col;";
   return d;

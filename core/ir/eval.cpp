@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "core/math/ember_math.h"
+
 namespace ember {
 
 namespace {
@@ -36,21 +38,21 @@ uint32_t eval_f(Op op, const uint32_t* a) {
     case Op::round: return f2w(std::nearbyint(x));
     case Op::trunc: return f2w(std::trunc(x));
     case Op::frac: return f2w(x - std::floor(x));
-    case Op::exp: return f2w(std::exp(x));
-    case Op::exp2: return f2w(std::exp2(x));
-    case Op::log: return f2w(std::log(x));
-    case Op::log2: return f2w(std::log2(x));
+    case Op::exp: return f2w(ember_math::exp(x));
+    case Op::exp2: return f2w(ember_math::exp2(x));
+    case Op::log: return f2w(ember_math::log(x));
+    case Op::log2: return f2w(ember_math::log2(x));
     case Op::sqrt: return f2w(std::sqrt(x));
     case Op::rsqrt: return f2w(1.f / std::sqrt(x));
-    case Op::sin: return f2w(std::sin(x));
-    case Op::cos: return f2w(std::cos(x));
+    case Op::sin: return f2w(ember_math::sin(x));
+    case Op::cos: return f2w(ember_math::cos(x));
     case Op::tan: return f2w(std::tan(x));
     case Op::asin: return f2w(std::asin(x));
     case Op::acos: return f2w(std::acos(x));
     case Op::atan: return f2w(std::atan(x));
     case Op::sinh: return f2w(std::sinh(x));
     case Op::cosh: return f2w(std::cosh(x));
-    case Op::tanh: return f2w(std::tanh(x));
+    case Op::tanh: return f2w(ember_math::tanh(x));
     case Op::isnan: return std::isnan(x) ? 1u : 0u;
     case Op::isinf: return std::isinf(x) ? 1u : 0u;
     case Op::add: return f2w(x + y);
@@ -59,9 +61,9 @@ uint32_t eval_f(Op op, const uint32_t* a) {
     case Op::div: return f2w(x / y);
     case Op::mod: return f2w(floormod_f(x, y));
     case Op::pow: return f2w(std::pow(x, y));
-    case Op::atan2: return f2w(std::atan2(x, y));
-    case Op::min: return f2w(std::fmin(x, y));
-    case Op::max: return f2w(std::fmax(x, y));
+    case Op::atan2: return f2w(ember_math::atan2(x, y));
+    case Op::min: return f2w(ember_math::fmin(x, y));
+    case Op::max: return f2w(ember_math::fmax(x, y));
     case Op::eq: return x == y;
     case Op::ne: return x != y;
     case Op::lt: return x < y;
