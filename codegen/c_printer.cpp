@@ -191,7 +191,7 @@ class KernelPrinter {
   // An operand of wide address arithmetic, in index_type: loop counters by their wide count.
   std::string wide_ref(const Node* o) const {
     if (o->op == Op::constant || wide_.count(o)) return ref(o);
-    if (o->op == Op::loop) return ref(o) + "k";
+    if (o->op == Op::loop && o->inside(k_)) return ref(o) + "k";  // a host loop is a parameter
     if (rows_ && o->op == Op::index && o->axis == k_->rank() - 1) return "col";
     return fill(d_.index_from_i32, {{"0", ref(o)}});
   }

@@ -51,6 +51,7 @@ Staging find_staging(const Node* k) {
     const Node* loop = nullptr;
     int64_t stride = 0, lane = 0;
     if (written.count(mem) || !strided(n->operand(1), &loop, &stride, &lane)) continue;
+    if (!loop->inside(k)) continue;  // a host loop's counter is a parameter of the kernel, not a loop in it
     const Node* step = loop->operand(2);
     if (step->op != Op::constant || step->i() != 1 || !uniform(loop->operand(0), k) ||
         !uniform(loop->operand(1), k))

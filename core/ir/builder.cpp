@@ -16,17 +16,20 @@ Node* Builder::raw(Op op, DType t, const Shape& shape, const std::vector<Node*>&
   return place(prog_.create(op, t, shape, operands));
 }
 
+// Whether n is defined before the insertion point, in its scope or an enclosing one (a node of
+// an enclosing scope must come before the child of that scope that holds the insertion point).
 bool Builder::visible(const Node* n) const {
   if (n->dead || !n->parent) return false;
-  bool ancestor = false;
-  for (const Node* s = scope_; s; s = s->parent)
-    if (s == n->parent) { ancestor = true; break; }
-  if (!ancestor) return false;
-  if (n->parent == scope_ && before_) {
-    for (const Node* c = before_; c; c = c->next)
-      if (c == n) return false;  // n comes after the insertion point
+  const Node* pos = before_;  // n must come before pos in pos's scope (null: the end)
+  for (const Node* s = scope_; s; s = s->parent) {
+    if (n->parent == s) {
+      for (const Node* c = pos; c; c = c->next)
+        if (c == n) return c == pos && pos != before_;  // an enclosing loop's counter is visible inside it
+      return true;
+    }
+    pos = s;
   }
-  return true;
+  return false;
 }
 
 static size_t hash_key(Op op, DType t, const Shape& shape, const std::vector<Node*>& ops, uint32_t attr) {

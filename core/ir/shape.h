@@ -18,5 +18,9 @@ bool same_shape(const Shape& a, const Shape& b);
 std::string shape_str(const Shape& s);
 // Product of the constant dims, or -1 when any is symbolic.
 int64_t const_size(const Shape& s);
+// Whether index `i` is certainly in [0, d) without clamping: a constant in range, a coordinate
+// of its own shape or of `kernel` (the scope i is evaluated in, or null) along a dim equal to d, a loop counter
+// bounded by d, x % d.
+bool index_in_range(const Node* i, const Node* d, const Node* kernel);
 
 }  // namespace ember

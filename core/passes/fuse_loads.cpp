@@ -194,6 +194,21 @@ bool written_between(const Program& p, Node* k1, Node* load, const std::unordere
   return hit;
 }
 
+// Coordinate `a` of `load` brought into [0, dim) the way the load's mode does (clamp, wrap;
+// unsafe as is), with no code where it is already in range. Host math goes before kernel `k`.
+Node* in_mode_range(Builder& b, Node* load, int a, Node* k) {
+  Node* i = load->operand(1 + a);
+  Node* d = load->operand(0)->shape[static_cast<size_t>(a)];
+  if (load->mode == IndexMode::unsafe || index_in_range(i, d, k)) return i;
+  b.set_insert_before(load);
+  if (i->dtype != DType::i32) i = b.cast(i, DType::i32);
+  if (load->mode == IndexMode::wrap) return b.binary(Op::mod, i, d);
+  b.set_insert_before(k);
+  Node* hi = b.binary(Op::sub, d, b.i32(1));
+  b.set_insert_before(load);
+  return b.binary(Op::min, b.binary(Op::max, i, b.i32(0)), hi);
+}
+
 bool fuse_one(Program& p, Node* load, const std::unordered_map<const Node*, int>& pos) {
   Node* buf = load->operand(0);
   Node* st = sole_identity_store(buf);
@@ -236,9 +251,13 @@ bool fuse_one(Program& p, Node* load, const std::unordered_map<const Node*, int>
   b.set_insert_before(load);
   b.loc = load->loc;
   std::unordered_map<Node*, Node*> map;
-  // k1's coordinates become the load's indices.
+  // k1's coordinates become the load's indices, brought into the buffer's range as the load's
+  // mode says (the recomputed value must be the element the load would have read).
+  std::vector<Node*> coords;
+  for (int a = 0; a < buf->rank(); ++a) coords.push_back(in_mode_range(b, load, a, k2));
+  b.set_insert_before(load);
   walk_subtree(k1, [&](Node* x) {
-    if (x->op == Op::index) map[x] = load->operand(1 + x->axis);
+    if (x->op == Op::index) map[x] = coords[static_cast<size_t>(x->axis)];
   });
   clone_nodes(b, k1, cone.keep, map, load->shape);
   Node* value = map.count(v) ? map[v] : (v->op == Op::index ? map[v] : v);

@@ -8,25 +8,6 @@ namespace ember {
 
 namespace {
 
-// Whether i is certainly in [0, d) without clamping.
-bool in_range(const Node* i, const Node* d, const Node* kernel) {
-  if (i->op == Op::constant) return i->i() >= 0 && const_dim(d) > i->i();
-  if (i->op == Op::index && kernel && i->axis < kernel->rank() && same_dim(kernel->shape[static_cast<size_t>(i->axis)], d))
-    return true;
-  if (i->op == Op::local_index && kernel && i->axis < static_cast<int>(kernel->group.size()))
-    return const_dim(d) >= kernel->group[static_cast<size_t>(i->axis)];
-  if (i->op == Op::mod && same_dim(i->operand(1), d)) return true;  // floor mod by the dim
-  if (i->op == Op::loop) {
-    const Node* b = i->operand(0);
-    const Node* e = i->operand(1);
-    const Node* s = i->operand(2);
-    if (b->op != Op::constant || b->i() < 0 || s->op != Op::constant || s->i() <= 0) return false;
-    if (same_dim(e, d)) return true;
-    return e->op == Op::constant && const_dim(d) >= e->i();
-  }
-  return false;
-}
-
 // (x + 1) % d and (x - 1) % d with x in [0, d), the neighbours of a periodic stencil, as a
 // compare and select instead of a floor division (cheap, and vectorizable): null otherwise.
 Node* wrap_neighbour(Builder& b, Node* i, Node* d, const Node* kernel) {
@@ -38,7 +19,7 @@ Node* wrap_neighbour(Builder& b, Node* i, Node* d, const Node* kernel) {
   Node* step = t->operand(swap ? 0 : 1);
   if (step->op != Op::constant) return nullptr;
   int32_t c = step->i() * (t->op == Op::sub ? -1 : 1);
-  if ((c != 1 && c != -1) || !in_range(x, d, kernel)) return nullptr;
+  if ((c != 1 && c != -1) || !index_in_range(x, d, kernel)) return nullptr;
   if (c == 1) return b.select(b.binary(Op::ge, t, d), b.binary(Op::sub, t, d), t);
   return b.select(b.binary(Op::lt, t, b.i32(0)), b.binary(Op::add, t, d), t);
 }
@@ -65,7 +46,7 @@ bool lower_indexing(Program& p) {
       if (i->dtype != DType::i32) i = b.cast(i, DType::i32);
       Node* w = wrap_neighbour(b, i, d, k);
       if (w) i = w;  // in [0, d) by construction
-      if (n->mode == IndexMode::clamp && !w && !in_range(i, d, k)) {
+      if (n->mode == IndexMode::clamp && !w && !index_in_range(i, d, k)) {
         b.set_insert_before(host_pos);
         Node* hi = b.binary(Op::sub, d, b.i32(1));
         b.set_insert_before(n);

@@ -100,6 +100,7 @@ std::vector<PassRecord> run_pipeline(Program& p, const PipelineOptions& opt) {
     if (show_time) std::fprintf(stderr, "ember: %-20s %8.3f ms%s\n", pass.name, ms, changed ? "" : " (no change)");
     if (changed && show_ir) std::fprintf(stderr, "ember: IR after %s:\n%s", pass.name, print_program(p).c_str());
     if (opt.stages) (*opt.stages)[pass.name] = print_program(p);
+    if (opt.after_pass) opt.after_pass(pass.name, p, changed, kernels_formed);
     return changed;
   };
   for (const Step& s : steps()) {

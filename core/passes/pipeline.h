@@ -26,6 +26,9 @@ struct PipelineOptions {
   std::map<std::string, std::string>* stages = nullptr;  // printed IR after each pass, if set
   bool lower_groups = false;           // run lower_group_barriers (a backend that runs a group per thread)
   bool tile_threads = false;           // run tile_threads (a backend that vectorizes a thread's lanes: CPU)
+  // Called after every pass (the differential fuzzer interprets the program after those that
+  // changed it); `kernels_formed` tells whether fuse_kernels has run.
+  std::function<void(const char* pass, Program& p, bool changed, bool kernels_formed)> after_pass;
 };
 
 // The passes in order (groups like simplify/cse/dce appear once; run_pipeline repeats them).

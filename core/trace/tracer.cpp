@@ -44,6 +44,12 @@ Node* Tracer::scalar(DType t, const std::string& name) { return b_.scalar_arg(t,
 
 void Tracer::output(Node* value) {
   if (!scopes_.empty()) EMBER_USER_ERROR(Error, loc(), "return inside an open scope (loop/if/kernel)");
+  // Results become NumPy arrays, which have at most 32 dimensions (values inside may have more).
+  constexpr size_t kMaxResultRank = 32;
+  if (value->shape.size() > kMaxResultRank)
+    EMBER_USER_ERROR(ShapeError, loc(), "return value " << num_outputs_ << " has " << value->shape.size()
+                                                        << " dimensions; a result has at most " << kMaxResultRank
+                                                        << " (NumPy's limit)");
   // A buffer made by the program is returned as it is; an argument is copied so the result
   // never aliases the caller's input.
   b_.output(value->op == Op::buffer ? value : this->value(value), num_outputs_++);
@@ -128,7 +134,11 @@ Node* Tracer::substitute(Node* e, const std::vector<Node*>& from, const std::vec
 
 Node* Tracer::gather_at(Node* x, const std::vector<Node*>& idx, const std::vector<Node*>& shape, IndexMode m) {
   if (x->is_memory()) return b_.load(x, idx, shape, m);
-  if (m == IndexMode::clamp) {
+  // A gather of a gather is one gather only where the outer indices need no clamping: the
+  // inner expression is rewritten at the raw indices (a clamped outer index would be lost).
+  bool in_range = m == IndexMode::clamp && idx.size() == x->shape.size();
+  for (size_t a = 0; in_range && a < idx.size(); ++a) in_range = index_in_range(idx[a], x->shape[a], nullptr);
+  if (in_range) {
     bool ok = true;
     Node* r = substitute(x, x->shape, idx, shape, ok);
     if (ok) return r;
@@ -318,7 +328,7 @@ Tracer::Resolved Tracer::resolve(Node* x, const std::vector<IndexItem>& items_in
   }
   // Result shape.
   r.shape.clear();
-  int src_axis_of_item[64];
+  std::vector<int> src_axis_of_item(items.size());
   for (size_t k = 0, src = 0; k < items.size(); ++k) {
     src_axis_of_item[k] = items[k].kind == IndexItem::newaxis ? -1 : static_cast<int>(src);
     if (items[k].kind != IndexItem::newaxis) ++src;
@@ -417,11 +427,66 @@ void Tracer::scatter(Node* mem, const std::vector<IndexItem>& items, Node* value
                                                                          << " tensor; cast it explicitly");
     value = b_.cast(value, mem->dtype);
   }
+  value = align_scatter_value(r, value);
   std::vector<Node*> shape = broadcast_shapes(r.shape, value->shape);
   std::vector<Node*> idx;
   for (Node* i : r.idx) idx.push_back(broadcast_to(i, shape));
   value = broadcast_to(value, shape);
   b_.store(mem, value, idx, shape, m);
+}
+
+namespace {
+// The axes of `shape` (a bit each) along which expression `e` may vary: index(a) varies along a;
+// loads and elementwise math along their operands' axes; anything else of the full shape (a
+// reduction, an argument, a var) along every axis of extent other than 1.
+uint64_t varying_axes(const Node* e, const std::vector<Node*>& shape, std::unordered_map<const Node*, uint64_t>& memo) {
+  if (e->shape.empty()) return 0;
+  if (!same_shape(e->shape, shape) || shape.size() > 64) return ~uint64_t{0};
+  auto it = memo.find(e);
+  if (it != memo.end()) return it->second;
+  uint64_t m = 0;
+  if (e->op == Op::index) {
+    m = uint64_t{1} << e->axis;
+  } else if (e->op == Op::load || has_flag(e->op, F_ELEMENTWISE) || e->op == Op::cast || e->op == Op::select) {
+    for (int k = e->op == Op::load ? 1 : 0; k < e->num_operands(); ++k) m |= varying_axes(e->operand(k), shape, memo);
+  } else {
+    for (size_t a = 0; a < shape.size(); ++a)
+      if (const_dim(shape[a]) != 1) m |= uint64_t{1} << a;
+  }
+  return memo[e] = m;
+}
+}  // namespace
+
+// `A[idx] = v` broadcasts v against the indices as NumPy does, except where that would have
+// threads that write one element write different values: v varies along an axis that no index
+// varies along (y[t, i] = em.sum(w[i, k] * x[t, k], axis=1) with i, k = em.indices([4, 4]):
+// NumPy would align the sum's axis with k). Then v's axes are matched, in order, with the last
+// axes the indices vary along, when their sizes agree, so each element gets one value.
+Node* Tracer::align_scatter_value(const Resolved& r, Node* value) {
+  const size_t rank = r.shape.size(), vr = value->shape.size();
+  if (vr == 0 || vr >= rank || rank > 64) return value;
+  std::unordered_map<const Node*, uint64_t> memo;
+  uint64_t used = 0;
+  for (Node* i : r.idx) used |= varying_axes(i, r.shape, memo);
+  const size_t off = rank - vr;
+  bool conflict = false;
+  for (size_t k = 0; k < vr; ++k)
+    if (const_dim(value->shape[k]) != 1 && !(used >> (k + off) & 1)) conflict = true;
+  if (!conflict) return value;
+  std::vector<int> axes;
+  for (size_t a = 0; a < rank; ++a)
+    if (used >> a & 1) axes.push_back(static_cast<int>(a));
+  if (axes.size() < vr) return value;
+  axes.erase(axes.begin(), axes.end() - static_cast<std::ptrdiff_t>(vr));
+  std::vector<Node*> sub;
+  for (size_t k = 0; k < vr; ++k) {
+    Node* dv = value->shape[k];
+    Node* dt = r.shape[static_cast<size_t>(axes[k])];
+    if (const_dim(dv) == 1) { sub.push_back(b_.i32(0)); continue; }
+    if (!same_dim(dv, dt)) return value;
+    sub.push_back(b_.index(axes[k], r.shape));
+  }
+  return gather_at(value, sub, r.shape, IndexMode::clamp);
 }
 
 Node* Tracer::atomic(AtomicKind k, Node* target, Node* value) {

@@ -135,6 +135,7 @@ class Tracer {
                    const std::vector<Node*>& shape, bool& ok);
   struct Resolved;
   Resolved resolve(Node* x, const std::vector<IndexItem>& items);
+  Node* align_scatter_value(const Resolved& r, Node* value);
   Node* to_dtype(Node* v, DType t);
   std::vector<Node*> broadcast_index(Node* x, const std::vector<Node*>& shape);
   Node* contract(Node* a, Node* b, const std::vector<Node*>& shape, const std::vector<Node*>& ia,

@@ -222,6 +222,18 @@ class Program:
             return outs[0]
         return tuple(outs)
 
+    def _interpret_stages(self, *args, lower_groups=False, tile_threads=False):
+        """The reference interpreter's results as traced and after every pass that changed the IR
+        (the pipeline as a backend with these options runs it): [(stage, [arrays])], each list the
+        outputs followed by the tensor arguments after the run; a failing pass or verifier ends
+        the list with ("error:after <pass>", message). Used by the differential fuzzer."""
+        self._trace()
+        if self._tracer is None:
+            self._traced_text = None
+            self._trace()
+        run_args = self._arguments(args, {})
+        return _C.interpret_stages(self._tracer, run_args, lower_groups, tile_threads)
+
     # Introspection.
     @property
     def kernel_count(self):

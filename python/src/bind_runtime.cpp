@@ -9,6 +9,8 @@
 
 #include "bindings.h"
 #include "core/interp/interp.h"
+#include "core/ir/verifier.h"
+#include "core/passes/pipeline.h"
 #include "ember/ember.h"
 
 namespace ember::python {
@@ -159,11 +161,74 @@ void bind_program(py::module_& m) {
       .def_property_readonly("stats", [](const CompiledProgram& cp) { return stats_dict(cp.stats()); })
       .def_property_readonly("backend_name", &CompiledProgram::backend_name);
 }
+// The interpreter's results on a copy of the tracer's program as traced and after every pass of
+// the pipeline that changed it (as the named backend runs the pipeline), with the verifier after
+// each: [(stage, [outputs]), ...]. A pass that throws ends the list with ("error:<pass>", message).
+// The differential fuzzer (tests/fuzz) compares the stages with each other and with NumPy.
+py::list interpret_stages(Tracer& tracer, const py::list& args, bool lower_groups, bool tile_threads) {
+  std::vector<ArgValue> in;
+  for (py::handle a : args) {
+    if (py::isinstance<HostTensor>(a)) in.push_back(ArgValue::of_tensor(a.cast<HostTensor>()));
+    else in.push_back(ArgValue::of_word(static_cast<uint32_t>(a.cast<uint64_t>() & 0xffffffffu)));
+  }
+  // Each stage runs on private copies of the tensor arguments (a program may write its inputs).
+  auto fresh_args = [&] {
+    std::vector<ArgValue> c = in;
+    for (ArgValue& a : c)
+      if (a.is_tensor) {
+        HostTensor t = make_tensor(a.tensor.dtype, a.tensor.shape);
+        if (numel(t.shape) > 0) std::memcpy(t.data, a.tensor.data, static_cast<size_t>(numel(t.shape)) * 4);
+        a.tensor = std::move(t);
+      }
+    return c;
+  };
+  std::vector<std::pair<std::string, std::vector<HostTensor>>> stages;
+  std::string failed_pass, failure;
+  {
+    py::gil_scoped_release nogil;
+    std::unique_ptr<Program> p = clone_program(tracer.program());
+    auto record = [&](const std::string& name, Program& q) {
+      std::vector<ArgValue> a = fresh_args();
+      std::vector<HostTensor> outs = interpret(q, a);
+      for (const ArgValue& v : a)
+        if (v.is_tensor) outs.push_back(v.tensor);  // inputs after the run: writes to them count
+      stages.emplace_back(name, std::move(outs));
+    };
+    std::string current = "traced";
+    try {
+      record("traced", *p);
+      PipelineOptions opt;
+      opt.lower_groups = lower_groups;
+      opt.tile_threads = tile_threads;
+      opt.after_pass = [&](const char* pass, Program& q, bool changed, bool formed) {
+        current = std::string("after ") + pass;
+        if (!changed) return;
+        verify(q, VerifyOptions{formed});
+        record(pass, q);
+      };
+      run_pipeline(*p, opt);
+    } catch (const std::exception& e) {
+      failed_pass = current;
+      failure = e.what();
+    }
+  }
+  py::list res;
+  for (auto& [name, outs] : stages) {
+    py::list l;
+    for (HostTensor& h : outs) l.append(to_numpy(h));
+    res.append(py::make_tuple(name, l));
+  }
+  if (!failure.empty()) res.append(py::make_tuple("error:" + failed_pass, failure));
+  return res;
+}
 }  // namespace
 
 void bind_runtime(py::module_& m) {
   bind_tensor(m);
   bind_program(m);
+  m.def("interpret_stages", &interpret_stages, py::arg("tracer"), py::arg("args"), py::arg("lower_groups"),
+        py::arg("tile_threads"), "The interpreter's outputs (and inputs after the run) as traced and after "
+        "every pass that changed the IR: [(stage, [arrays])]; a failing pass ends it with ('error:<pass>', message).");
 }
 
 }  // namespace ember::python
