@@ -10,7 +10,9 @@
 #include <chrono>
 #include <cstdlib>
 #include <fcntl.h>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 
 #include "backends/compile_cache.h"
@@ -119,29 +121,102 @@ std::shared_ptr<CpuLibrary> load(const std::string& path, const std::vector<std:
   return lib;
 }
 
-// Compiles `source` to `<key>.so` (source kept as `<key>.cpp`).
-void build(const std::string& key, const std::string& source) {
-  std::string src = disk_entry_path(key, "cpp");
-  write_file_atomic(src, source);
-  std::string tmp = cache_temp_path(key, ".so");
-  std::string log = cache_temp_path(key, ".log");
+std::string command_line(const std::vector<std::string>& argv) {
+  std::string cmd;
+  for (const std::string& a : argv) cmd += (cmd.empty() ? "" : " ") + a;
+  return cmd;
+}
+
+// Runs the compiler on `src` with output `out` (its messages in `log`, removed after); the
+// compiler's exit status (-1: it could not run) and its first lines of output.
+int compile_file(const std::string& src, const std::string& out, const std::string& log, std::string* messages,
+                 std::vector<std::string>* argv_out) {
   std::vector<std::string> argv = split_words(cpu_compiler());
   for (const std::string& f : cpu_flags()) argv.push_back(f);
-  argv.insert(argv.end(), {"-o", tmp, src});
+  argv.insert(argv.end(), {"-o", out, src});
   int rc = run_compiler(argv, log);
-  std::string out;
-  read_file(log, out);
+  read_file(log, *messages);
   std::error_code ec;
   std::filesystem::remove(log, ec);
-  if (rc != 0) {
-    std::filesystem::remove(tmp, ec);
-    std::string cmd;
-    for (const std::string& a : argv) cmd += (cmd.empty() ? "" : " ") + a;
-    throw CompileError("ember: compiling generated kernels failed (" +
-                       (rc < 0 ? std::string("could not run the compiler") : "exit status " + std::to_string(rc)) +
-                       ")\n  command: " + cmd + "\n  source: " + src + "\n" + first_lines(out, 40));
+  *argv_out = std::move(argv);
+  return rc;
+}
+
+CompileError compiler_failed(int rc, const std::vector<std::string>& argv, const std::string& src,
+                             const std::string& messages) {
+  return CompileError("ember: compiling generated kernels failed (" +
+                      (rc < 0 ? std::string("could not run the compiler") : "exit status " + std::to_string(rc)) +
+                      ")\n  command: " + command_line(argv) + "\n  source: " + src + "\n" + first_lines(messages, 40));
+}
+
+// Compiles `source` to `<key>.so` in the cache directory (source kept as `<key>.cpp`). Returns
+// false, with the reason, when the directory cannot be written or the compiler fails there (a
+// full disk fails it too: the caller then compiles outside the cache, which tells them apart).
+bool build_cached(const std::string& key, const std::string& source, std::string* reason) {
+  std::string src = disk_entry_path(key, "cpp");
+  try {
+    write_file_atomic(src, source);
+  } catch (const BackendError& e) {
+    *reason = e.what();
+    return false;
   }
-  disk_entry_commit(key, "so", tmp);
+  std::string tmp = cache_temp_path(key, ".so");
+  std::string log = cache_temp_path(key, ".log");
+  std::string messages;
+  std::vector<std::string> argv;
+  int rc = compile_file(src, tmp, log, &messages, &argv);
+  if (rc != 0) {
+    std::error_code ec;
+    std::filesystem::remove(tmp, ec);
+    *reason = "the compiler failed in '" + cache_dir() + "': " + first_lines(messages, 3);
+    while (!reason->empty() && reason->back() == '\n') reason->pop_back();
+    return false;
+  }
+  try {
+    disk_entry_commit(key, "so", tmp);
+  } catch (const BackendError& e) {
+    *reason = e.what();
+    return false;
+  }
+  return true;
+}
+
+// Compiles `source` in a fresh private directory (the disk cache is not usable), loads it and
+// removes the files (the loaded library stays mapped). Throws CompileError when the compiler
+// fails (the directory is then kept, for reading the source), BackendError when no temporary
+// directory can be written.
+std::shared_ptr<CpuLibrary> build_private(const std::string& key, const std::string& source,
+                                          const std::vector<std::string>& symbols) {
+  std::error_code ec;
+  std::string base = std::filesystem::temp_directory_path(ec).string();
+  if (ec || base.empty()) base = "/tmp";
+  std::string tmpl = base + "/ember-build-XXXXXX";
+  std::vector<char> buf(tmpl.begin(), tmpl.end());
+  buf.push_back('\0');
+  if (!mkdtemp(buf.data()))
+    throw BackendError("ember: cannot compile kernels: neither the compile cache '" + cache_dir() +
+                       "' nor the temporary directory '" + base + "' can be written (" + std::strerror(errno) + ")");
+  const std::string dir = buf.data();
+  const std::string src = dir + "/" + key + ".cpp", so = dir + "/" + key + ".so";
+  {
+    std::ofstream f(src, std::ios::binary);
+    f << source;
+    f.flush();
+    if (!f) {
+      std::filesystem::remove_all(dir, ec);
+      throw BackendError("ember: cannot compile kernels: neither the compile cache '" + cache_dir() +
+                         "' nor the temporary directory '" + base + "' can be written");
+    }
+  }
+  std::string messages;
+  std::vector<std::string> argv;
+  int rc = compile_file(src, so, dir + "/compile.log", &messages, &argv);
+  if (rc != 0) throw compiler_failed(rc, argv, src, messages);
+  std::string error;
+  std::shared_ptr<CpuLibrary> lib = load(so, symbols, &error);
+  std::filesystem::remove_all(dir, ec);
+  if (!lib) throw BackendError("ember: cannot load compiled kernels: " + error);
+  return lib;
 }
 
 }  // namespace
@@ -190,12 +265,20 @@ std::shared_ptr<CpuLibrary> cpu_load_library(const std::string& source, const st
   bool hit = false;
   if (disk_entry_check(key, "so")) {
     lib = load(path, symbols, &error);
-    if (lib) hit = true; else disk_entry_remove(key, "so");  // loadable entries only
+    if (lib) hit = true;
+    else disk_entry_corrupt(key, "so", "the loader rejected it: " + error);  // loadable entries only
   }
   if (!lib) {
-    build(key, source);
-    lib = load(path, symbols, &error);
-    if (!lib) throw BackendError("ember: cannot load compiled kernels: " + error);
+    std::string reason;
+    if (build_cached(key, source, &reason)) {
+      lib = load(path, symbols, &error);
+      if (!lib) throw BackendError("ember: cannot load compiled kernels: " + error);
+    } else {
+      // The cache directory cannot be written (or the compiler failed there): compile privately.
+      // A compiler error raises here; if it succeeds, the cache was the problem.
+      lib = build_private(key, source, symbols);
+      cache_unwritable(reason);
+    }
   }
   memory_cache_put(key, lib);
   return finish(lib, hit);

@@ -232,7 +232,7 @@ std::shared_ptr<GlProgram> compile_program(const std::string& source, ProgramSou
   if (binaries && disk_entry_check(key, "glbin") && read_file(disk_entry_path(key, "glbin"), bytes)) {
     p->program = load_binary(bytes);
     if (p->program) *from = ProgramSource::disk;
-    else disk_entry_remove(key, "glbin");  // rejected by this driver: rebuilt below
+    else disk_entry_corrupt(key, "glbin", "the driver rejected the program binary");  // rebuilt below
   }
   if (!p->program) {
     *from = ProgramSource::compiled;
@@ -245,7 +245,8 @@ std::shared_ptr<GlProgram> compile_program(const std::string& source, ProgramSou
           std::string tmp = cache_temp_path(key, ".glbin");
           write_file_atomic(tmp, binary);
           disk_entry_commit(key, "glbin", tmp);
-        } catch (const BackendError&) {  // a read-only cache directory only costs compile time
+        } catch (const BackendError& e) {  // a read-only cache directory only costs compile time
+          cache_unwritable(e.what());
         }
       }
     }

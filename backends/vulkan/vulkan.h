@@ -64,6 +64,16 @@ std::string unavailable_reason();
 int validation_errors();
 // Writes the driver's pipeline cache to the compile cache directory (after new pipelines).
 void save_pipeline_cache();
+// Destroys the process-wide context, which is otherwise never destroyed: drops the memory cache
+// (its pipelines) and the pooled buffers, then destroys the pipeline cache, device and instance.
+// Only when nothing made on the device is still alive (a tensor, pipeline or compiled program):
+// otherwise returns false and keeps the context. After it returns true the Vulkan backends are
+// unavailable in this process (context() throws). For leak checkers and C++ hosts at exit: the
+// C++ tests call it last (lavapipe and the validation layer hold live objects where
+// LeakSanitizer cannot see them, so a device kept to the end reads as leaked).
+bool shutdown();
+// Counts the objects made on the device (buffers, pipelines, runners): +1 made, -1 destroyed.
+void count_object(int delta);
 
 // A storage buffer in host-visible memory, mapped for its whole life. Freed buffers go back
 // to a pool by size class; a buffer is only pooled once no queued work uses it (runners hold
@@ -92,6 +102,9 @@ struct Pipeline {
   VkPipeline pipeline = VK_NULL_HANDLE;
   int bindings = 0;
   uint32_t push_bytes = 0;
+  Pipeline() { count_object(1); }
+  Pipeline(const Pipeline&) = delete;
+  Pipeline& operator=(const Pipeline&) = delete;
   ~Pipeline();
 };
 

@@ -108,19 +108,31 @@ std::shared_ptr<const std::vector<uint32_t>> compile_spirv(const std::string& so
   auto spirv = std::make_shared<std::vector<uint32_t>>();
   std::string bytes;
   *hit = false;
-  if (disk_entry_check(key, "spv") && read_file(disk_entry_path(key, "spv"), bytes) && !bytes.empty() &&
-      bytes.size() % 4 == 0) {
-    spirv->resize(bytes.size() / 4);
-    std::memcpy(spirv->data(), bytes.data(), bytes.size());
-    *hit = (*spirv)[0] == 0x07230203u;  // the SPIR-V magic number; anything else is rebuilt
+  if (disk_entry_check(key, "spv") && read_file(disk_entry_path(key, "spv"), bytes)) {
+    if (!bytes.empty() && bytes.size() % 4 == 0) {
+      spirv->resize(bytes.size() / 4);
+      std::memcpy(spirv->data(), bytes.data(), bytes.size());
+      *hit = (*spirv)[0] == 0x07230203u;  // the SPIR-V magic number; anything else is rebuilt
+    }
+    if (!*hit) disk_entry_corrupt(key, "spv", "not SPIR-V");
   }
   if (!*hit) {
-    const std::string src_path = disk_entry_path(key, language_name(lang));
-    write_file_atomic(src_path, source);
+    // A cache directory that cannot be written only costs compile time (one warning).
+    std::string src_path = disk_entry_path(key, language_name(lang));
+    try {
+      write_file_atomic(src_path, source);
+    } catch (const BackendError& e) {
+      cache_unwritable(e.what());
+      src_path = "(not saved: the compile cache cannot be written)";
+    }
     *spirv = run_shaderc(source, lang, entry, src_path);
-    std::string tmp = cache_temp_path(key, ".spv");
-    write_file_atomic(tmp, std::string(reinterpret_cast<const char*>(spirv->data()), spirv->size() * 4));
-    disk_entry_commit(key, "spv", tmp);
+    try {
+      std::string tmp = cache_temp_path(key, ".spv");
+      write_file_atomic(tmp, std::string(reinterpret_cast<const char*>(spirv->data()), spirv->size() * 4));
+      disk_entry_commit(key, "spv", tmp);
+    } catch (const BackendError& e) {
+      cache_unwritable(e.what());
+    }
   }
   memory_cache_put(key, spirv);
   return spirv;
@@ -132,6 +144,7 @@ Pipeline::~Pipeline() {
   if (layout) vkDestroyPipelineLayout(c.device, layout, nullptr);
   if (set_layout) vkDestroyDescriptorSetLayout(c.device, set_layout, nullptr);
   if (module) vkDestroyShaderModule(c.device, module, nullptr);
+  count_object(-1);
 }
 
 std::shared_ptr<Pipeline> make_pipeline(const std::vector<uint32_t>& spirv, const std::string& entry, int bindings,

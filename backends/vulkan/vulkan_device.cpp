@@ -23,6 +23,9 @@ namespace ember::vk {
 namespace {
 
 std::atomic<int> g_validation_errors{0};
+std::atomic<Context*> g_created{nullptr};  // the context, once create() succeeded
+std::atomic<bool> g_shut_down{false};       // shutdown() destroyed it
+std::atomic<int> g_objects{0};              // count_object
 
 bool env_on(const char* name) {
   const char* e = std::getenv(name);
@@ -228,6 +231,7 @@ void create(Context& c) {
     pci.pInitialData = nullptr;
     check(vkCreatePipelineCache(c.device, &pci, nullptr, &c.pipeline_cache), "vkCreatePipelineCache");
   }
+  g_created = &c;
 }
 
 }  // namespace
@@ -252,7 +256,36 @@ void check(VkResult r, const char* what) {
   if (r != VK_SUCCESS) throw BackendError(std::string("ember: Vulkan call ") + what + " failed: " + result_name(r));
 }
 
-Context& context() { return process_context(create); }
+Context& context() {
+  if (g_shut_down.load(std::memory_order_acquire))
+    throw BackendError("ember: the Vulkan backend was shut down in this process (vk::shutdown)");
+  return process_context(create);
+}
+
+void count_object(int delta) { g_objects += delta; }
+
+bool shutdown() {
+  Context* c = g_created.load();
+  if (!c || g_shut_down.load()) return true;
+  memory_cache_clear();  // releases the pipelines no compiled program holds
+  buffer_pool_trim();
+  if (g_objects.load() != 0) return false;
+  g_shut_down = true;
+  vkDeviceWaitIdle(c->device);
+  vkDestroyPipelineCache(c->device, c->pipeline_cache, nullptr);
+  vkDestroyDevice(c->device, nullptr);
+  if (c->messenger) {
+    auto destroy = reinterpret_cast<PFN_vkDestroyDebugUtilsMessengerEXT>(
+        vkGetInstanceProcAddr(c->instance, "vkDestroyDebugUtilsMessengerEXT"));
+    if (destroy) destroy(c->instance, c->messenger, nullptr);
+  }
+  vkDestroyInstance(c->instance, nullptr);
+  c->pipeline_cache = VK_NULL_HANDLE;
+  c->messenger = VK_NULL_HANDLE;
+  c->device = VK_NULL_HANDLE;
+  c->instance = VK_NULL_HANDLE;
+  return true;
+}
 
 std::string unavailable_reason() { return unavailable_reason_of(context); }
 
@@ -268,7 +301,8 @@ void save_pipeline_cache() {
   data.resize(size);
   try {
     write_file_atomic(pipeline_cache_path(c), data);
-  } catch (const BackendError&) {  // a read-only cache directory only costs pipeline build time
+  } catch (const BackendError& e) {  // a read-only cache directory only costs pipeline build time
+    cache_unwritable(e.what());
   }
 }
 

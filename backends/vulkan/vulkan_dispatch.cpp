@@ -53,6 +53,7 @@ class Runner : public KernelRunner {
     ci.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
     ci.queueFamilyIndex = c.queue_family;
     check(vkCreateCommandPool(c.device, &ci, nullptr, &cmd_pool_), "vkCreateCommandPool");
+    count_object(1);
   }
 
   ~Runner() override {
@@ -65,6 +66,7 @@ class Runner : public KernelRunner {
       for (auto& b : *list) destroy(c, *b);
     if (cur_) destroy(c, *cur_);
     vkDestroyCommandPool(c.device, cmd_pool_, nullptr);
+    count_object(-1);
   }
 
   void begin_run() override { run_mu_.lock(); }

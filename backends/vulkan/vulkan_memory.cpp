@@ -18,11 +18,13 @@ void destroy(Buffer* b) {
   if (b->buffer) vkDestroyBuffer(c.device, b->buffer, nullptr);
   if (b->memory) vkFreeMemory(c.device, b->memory, nullptr);
   delete b;
+  count_object(-1);
 }
 
 Buffer* create(VkDeviceSize bytes) {
   Context& c = context();
   auto* b = new Buffer;
+  count_object(1);
   b->bytes = bytes;
   VkBufferCreateInfo bi{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
   bi.size = bytes;

@@ -7,6 +7,18 @@
 
 namespace ember {
 
+int64_t elements_capped(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d <= 0) return 0;
+  }
+  for (int64_t d : shape) {
+    if (d > kMaxTensorElements || n > kMaxTensorElements / d) return kMaxTensorElements + 1;
+    n *= d;
+  }
+  return n;
+}
+
 int64_t HostTensor::size() const {
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
@@ -110,6 +122,18 @@ std::vector<int64_t> bind_arguments(const Program& p, const std::vector<ArgValue
     for (int64_t d : t.shape)
       if (d < 0)
         EMBER_USER_ERROR(ShapeError, a->loc, "argument '" << name << "': negative dimension in shape " << tuple_str(t.shape));
+    for (size_t k = 0; k < t.shape.size(); ++k)
+      if (t.shape[k] > kMaxTensorElements)
+        EMBER_USER_ERROR(ShapeError, a->loc, "argument '" << name << "': dimension " << k << " of shape "
+                                                          << tuple_str(t.shape) << " is " << t.shape[k]
+                                                          << "; a dimension is at most 2147483647 (2^31 - 1)");
+    if (elements_capped(t.shape) > kMaxTensorElements) {
+      long double n = 1;
+      for (int64_t d : t.shape) n *= static_cast<long double>(d);
+      EMBER_USER_ERROR(ShapeError, a->loc, "argument '" << name << "': shape " << tuple_str(t.shape) << " has "
+                                                        << static_cast<unsigned long long>(n)
+                                                        << " elements; a tensor holds at most 2147483647 (2^31 - 1)");
+    }
     if (t.shape.size() != a->shape.size())
       EMBER_USER_ERROR(ShapeError, a->loc, "argument '" << name << "': " << expected() << " (rank " << a->shape.size()
                                                         << "), got " << tuple_str(t.shape) << " (rank " << t.shape.size() << ")");

@@ -76,6 +76,7 @@ Machine::Machine(const Program& p, const std::vector<ArgValue>& args, KernelRunn
     for (const Node* o : n->params) require_known(n, o);
     for (const Node* o : n->memories) require_known(n, o);
   }
+  check_static_sizes(order);
   host_.resize(order.size());
   words_.assign(order.size(), 0);
   dev_.assign(order.size(), nullptr);
@@ -111,6 +112,35 @@ Machine::Machine(const Program& p, const std::vector<ArgValue>& args, KernelRunn
   EMBER_INTERNAL_ASSERT(p.num_outputs >= 0, "negative output count");
   outputs_.resize(static_cast<size_t>(p.num_outputs));
   output_set_.assign(static_cast<size_t>(p.num_outputs), false);
+}
+
+// Every shape made of constants and symbolic dimensions (allocations such as em.zeros([N, N]),
+// values, kernels' index spaces) is checked against kMaxTensorElements once the arguments are
+// bound, so a shape too large is a ShapeError before anything is allocated or run. Shapes of
+// computed dimensions are checked as they are evaluated (eval_dims).
+void Machine::check_static_sizes(const std::vector<const Node*>& order) const {
+  std::vector<int64_t> dims;
+  for (const Node* n : order) {
+    if (n->shape.empty()) continue;
+    dims.clear();
+    bool known = true;
+    for (const Node* d : n->shape) {
+      if (d->op == Op::constant) dims.push_back(d->i());
+      else if (d->op == Op::shape_arg && d->index >= 0 && static_cast<size_t>(d->index) < dim_values_.size())
+        dims.push_back(dim_values_[static_cast<size_t>(d->index)]);
+      else { known = false; break; }
+    }
+    if (known && elements_capped(dims) > kMaxTensorElements) too_large(n, n->shape, dims);
+  }
+}
+
+void Machine::too_large(const Node* n, const Shape& s, const std::vector<int64_t>& dims) const {
+  long double total = 1;
+  for (int64_t d : dims) total *= static_cast<long double>(d);
+  EMBER_USER_ERROR(ShapeError, n->loc, (n->op == Op::buffer ? "an allocation" : n->op == Op::kernel ? "a kernel" : "a value")
+                                           << " of shape " << shape_str(s) << " = " << tuple_str(dims) << " has "
+                                           << static_cast<unsigned long long>(total)
+                                           << " elements; a tensor holds at most 2147483647 (2^31 - 1)");
 }
 
 void Machine::require_known(const Node* user, const Node* n) const {
@@ -169,6 +199,7 @@ void Machine::eval_dims(const Shape& s, std::vector<int64_t>& out) {
     }
     out[k] = v;
   }
+  if (!s.empty() && elements_capped(out) > kMaxTensorElements) too_large(s.back(), s, out);
 }
 
 uint32_t Machine::host_scalar(const Node* o) {

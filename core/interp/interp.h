@@ -11,6 +11,13 @@
 
 namespace ember {
 
+// The most elements one tensor (an argument, an allocation, a kernel's index space) may have:
+// flat indices and dimensions are 32-bit. A larger shape is an ember::ShapeError naming the
+// size and this limit, raised before anything is allocated or run.
+constexpr int64_t kMaxTensorElements = 2147483647;  // 2^31 - 1
+// The elements of `shape`, saturated at kMaxTensorElements + 1 (never overflows).
+int64_t elements_capped(const std::vector<int64_t>& shape);
+
 // A dense row-major array of 32-bit words on the host. `data` may point into memory owned
 // elsewhere (a NumPy array, a device mapping); `owner` keeps it alive.
 struct HostTensor {

@@ -91,6 +91,8 @@ class Machine {
   Flow run_host_block(const Node* first);
   Flow exec_host(const Node* n);
   void eval_dims(const Shape& s, std::vector<int64_t>& out);
+  void check_static_sizes(const std::vector<const Node*>& order) const;
+  [[noreturn]] void too_large(const Node* n, const Shape& s, const std::vector<int64_t>& dims) const;
   uint32_t host_scalar(const Node* o);
   void stream(const Node* o, const std::vector<int64_t>& dims, const uint32_t*& ptr, int64_t& stride);
   void prepare(HostVal& h, DType t, const std::vector<int64_t>& dims);

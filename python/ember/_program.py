@@ -9,7 +9,7 @@ import numpy as np
 from . import _ember as _C
 from . import _dtypes as D
 from . import _tracing as T
-from ._tensor import Tensor, from_numpy_arg
+from ._tensor import Tensor, _check_size, from_numpy_arg
 from ._value import Value
 
 _KNOWN_BACKENDS = ("cpu", "vulkan", "vulkan-hlsl", "opengl", "cuda")
@@ -105,11 +105,13 @@ class Program:
     em.Tensor (or a tuple of them). Introspection: kernel_count, ir(stage), source(lang), stats.
 
     Tensor arguments are passed without a copy (CPU backend), so a program that assigns into an
-    argument writes the caller's array; bool, non-contiguous and read-only arrays are copied first
-    (their writes are not seen). On Vulkan, NumPy arguments are copied into device memory and
-    the ones the program writes are copied back after the call, so the same holds; em.Tensor
-    results stay in device memory and are used in place when passed back in. Results never
-    alias an argument."""
+    argument writes the caller's array. bool, non-contiguous (strided, transposed, negative
+    strides) and read-only arrays are copied first; when the program writes such an argument,
+    the copy is written back into the caller's array after the call (a read-only one is an
+    ember.TypeError before anything runs). On the GPU backends, NumPy arguments are copied into
+    device memory and the ones the program writes are copied back after the call, so the same
+    holds; em.Tensor results stay in device memory and are used in place when passed back in.
+    Results never alias an argument."""
 
     def __init__(self, fn, name=None):
         functools.update_wrapper(self, fn)
@@ -121,6 +123,7 @@ class Program:
         self._traced_text = None
         self._returns = None  # "none", "one" or the number of returned values (a tuple)
         self._compiled = {}  # backend name -> CompiledProgram
+        self._written = {}  # backend name -> positions of the arguments the program writes
 
     def __repr__(self):
         state = "compiled" if self._compiled else ("traced" if self._traced_text else "not traced")
@@ -175,7 +178,9 @@ class Program:
         return self._compiled[be]
 
     # Calling.
-    def _arguments(self, args, kwargs):
+    def _arguments(self, args, kwargs, copies=None):
+        """The run arguments (em.Tensor or scalar words) after checking them; NumPy arrays that had
+        to be copied are appended to `copies` as (position, array, tensor)."""
         if kwargs or len(args) != len(self._params):
             try:
                 bound = self._sig.bind(*args, **kwargs)
@@ -199,6 +204,8 @@ class Program:
                                        f"of dtype {v.dtype}; convert it explicitly (e.g. .astype(np.{dt.np}))")
                 _check_shape(pname, spec, v.shape, env)  # before any copy
                 t = from_numpy_arg(v, dt)
+                if copies is not None and (dt is D.bool or not v.flags.c_contiguous or not v.flags.writeable):
+                    copies.append((len(out), v, t))  # from_numpy_arg copied it
                 out.append(t)
                 continue
             else:
@@ -214,8 +221,22 @@ class Program:
             raise T.error(_C.Error, f"calling the compiled program {self.name} inside a traced function is "
                                     "not supported; call its Python function instead")
         self._trace()
-        run_args = self._arguments(args, kwargs)  # argument errors come before any compiling
-        outs = self._compile().run(run_args)
+        copies = []
+        run_args = self._arguments(args, kwargs, copies)  # argument errors come before any compiling
+        cp = self._compile()
+        back = []
+        if copies:  # arrays passed as copies: the ones the program writes get the copy back
+            written = self._written.get(cp.backend_name)
+            if written is None:
+                written = self._written[cp.backend_name] = frozenset(cp.written_args)
+            back = [(pos, a, t) for pos, a, t in copies if pos in written]
+            for pos, a, _ in back:
+                if not a.flags.writeable:
+                    raise _C.TypeError(f"argument '{self._params[pos][0]}' is a read-only NumPy array, but "
+                                       f"{self.name} writes into it; pass a writeable array (e.g. a .copy())")
+        outs = cp.run(run_args)
+        for _, a, t in back:
+            np.copyto(a, t.numpy())
         if self._returns == "none":
             return None
         if self._returns == "one":
@@ -263,6 +284,7 @@ class Program:
 def _check_shape(pname, spec, shape, env):
     """Checks an argument's shape against its annotation; `env` binds symbolic names across arguments."""
     shape = tuple(int(s) for s in shape)
+    _check_size(f"argument '{pname}'", shape)
     if len(shape) != len(spec.dims):
         raise _C.ShapeError(f"argument '{pname}' has shape {shape}, expected {spec} ({len(spec.dims)} dimensions)")
     for k, (d, s) in enumerate(zip(spec.dims, shape)):
@@ -274,3 +296,4 @@ def _check_shape(pname, spec, shape, env):
             if prev[0] != s:
                 raise _C.ShapeError(f"argument '{pname}' has shape {shape}, expected {spec}: dimension {k} is {s}, "
                                     f"but {d} = {prev[0]} from dimension {prev[2]} of argument '{prev[1]}'")
+

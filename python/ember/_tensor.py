@@ -11,6 +11,23 @@ Tensor = _C.Tensor
 _I32 = np.iinfo(np.int32)
 _U32 = np.iinfo(np.uint32)
 _F32_MAX = float(np.finfo(np.float32).max)
+MAX_ELEMENTS = 2 ** 31 - 1  # flat indices and dimensions are 32-bit (kMaxTensorElements in C++)
+
+
+def _check_size(what, shape):
+    """ember.ShapeError when `shape` has a dimension or a number of elements above 2^31 - 1,
+    before anything is copied or allocated."""
+    shape = tuple(int(d) for d in shape)
+    for k, d in enumerate(shape):
+        if d > MAX_ELEMENTS:
+            raise _C.ShapeError(f"{what}: shape {shape} has dimension {k} = {d}; a dimension is at most "
+                                f"{MAX_ELEMENTS} (2^31 - 1)")
+    n = 1
+    for d in shape:
+        n *= d
+    if n > MAX_ELEMENTS:
+        raise _C.ShapeError(f"{what}: shape {shape} has {n} elements; a tensor holds at most {MAX_ELEMENTS} "
+                            "(2^31 - 1)")
 
 
 def _check_fits(a, dt):
@@ -50,6 +67,7 @@ def tensor(data, dtype=None):
     if isinstance(data, Tensor):
         data = data.numpy()
     a = np.asarray(data)
+    _check_size("em.tensor", a.shape)
     dt = _default_dtype(a) if dtype is None else D.as_dtype(dtype)
     if a.dtype != dt.np:
         _check_fits(a, dt)
@@ -77,6 +95,7 @@ def zeros_tensor(shape, dt):
         raise _C.TypeError(f"em.zeros outside a traced function needs int dimensions, got {shape!r}") from None
     if any(d < 0 for d in dims):
         raise _C.ShapeError(f"em.zeros: negative dimension in {tuple(dims)}")
+    _check_size("em.zeros", tuple(dims))
     return Tensor._zeros(dims, dt._c)
 
 

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "backends/compile_cache.h"
+#include "backends/gpu_kernel.h"
 #include "bindings.h"
 #include "core/interp/interp.h"
 #include "core/ir/verifier.h"
@@ -159,7 +161,15 @@ void bind_program(py::module_& m) {
       .def("ir", &CompiledProgram::ir, py::arg("stage") = "final")
       .def("source", &CompiledProgram::source, py::arg("lang"))
       .def_property_readonly("stats", [](const CompiledProgram& cp) { return stats_dict(cp.stats()); })
-      .def_property_readonly("backend_name", &CompiledProgram::backend_name);
+      .def_property_readonly("backend_name", &CompiledProgram::backend_name)
+      .def_property_readonly("written_args", [](const CompiledProgram& cp) {
+        std::vector<int> w = written_inputs(cp.program());
+        std::sort(w.begin(), w.end());
+        w.erase(std::unique(w.begin(), w.end()), w.end());
+        return w;
+      }, "Positions of the tensor arguments the program stores into.");
+  m.def("_memory_cache_stats", [] { return py::make_tuple(memory_cache_size(), memory_cache_capacity()); },
+        "(entries, capacity) of the process-wide compile memory cache.");
 }
 // The interpreter's results on a copy of the tracer's program as traced and after every pass of
 // the pipeline that changed it (as the named backend runs the pipeline), with the verifier after
