@@ -176,9 +176,14 @@ uint32_t reduce_identity(ReduceKind k, DType t) {
     case ReduceKind::sum: case ReduceKind::any: return t == DType::f32 ? f2w(0.f) : 0u;
     case ReduceKind::prod: return t == DType::f32 ? f2w(1.f) : 1u;
     case ReduceKind::all: return 1u;
-    case ReduceKind::max: case ReduceKind::argmax:
+    // f32 max/min start from NaN: fmax(NaN, x) = x, so any number replaces it, and a row of
+    // only NaNs (or none) gives NaN, as numpy.fmax.reduce / nanmax do (not -inf/+inf).
+    // argmax/argmin compare with > / <, so they start from -inf/+inf.
+    case ReduceKind::max: if (t == DType::f32) return f2w(NAN); [[fallthrough]];
+    case ReduceKind::argmax:
       return t == DType::f32 ? f2w(-INFINITY) : t == DType::i32 ? 0x80000000u : 0u;
-    case ReduceKind::min: case ReduceKind::argmin:
+    case ReduceKind::min: if (t == DType::f32) return f2w(NAN); [[fallthrough]];
+    case ReduceKind::argmin:
       return t == DType::f32 ? f2w(INFINITY) : t == DType::i32 ? 0x7fffffffu : (t == DType::boolean ? 1u : 0xffffffffu);
   }
   return 0;

@@ -245,15 +245,19 @@ def test_max_and_min_reductions_with_nan_follow_fmax(backend):
     assert float(mx) == np.fmax.reduce(x) and float(mn) == np.fmin.reduce(x) and int(am) == np.argmax(x)
 
 
-@pytest.mark.xfail(strict=True, reason="known: max/min of an all-NaN (or empty) array return the reduction's "
-                                       "identity -inf/+inf, not NaN (numpy.fmax.reduce) or an error (numpy.max); "
-                                       "fixing it changes reduce_identity in core (see the issue note)")
-def test_max_of_all_nan_is_nan(backend):
+def test_max_and_min_of_all_nan_rows_are_nan(backend):
+    """A row of only NaNs has no number to pick: NaN, as numpy.fmax.reduce / nanmax (the
+    reductions start from NaN, which any number replaces). argmax still reports the first NaN."""
     @em.compile
-    def f(X: em.f32["N"]):  # noqa: F821
-        return em.max(X)
+    def f(X: em.f32[3, 4]):
+        return em.max(X, axis=1), em.min(X, axis=1), em.argmax(X, axis=1), em.max(X)
 
-    assert np.isnan(float(f(np.full(4, np.nan, np.float32))))
+    x = np.array([[np.nan] * 4, [1.0, np.nan, 3.0, -2.0], [-np.inf] * 4], np.float32)
+    mx, mn, am, total = f(x)
+    np.testing.assert_array_equal(mx.numpy(), np.fmax.reduce(x, axis=1))
+    np.testing.assert_array_equal(mn.numpy(), np.fmin.reduce(x, axis=1))
+    np.testing.assert_array_equal(am.numpy(), np.argmax(x, axis=1))
+    assert float(total) == 3.0
 
 
 # Sizes of 2^31 elements and more -----------------------------------------------------------------
