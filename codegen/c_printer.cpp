@@ -205,7 +205,8 @@ class KernelPrinter {
     if (n->op != Op::select) return "";
     const Node* c = n->operand(0);
     const Node* t = n->operand(2);
-    if (c->operand(0) != t || (t->op != Op::add && t->op != Op::sub)) return "";
+    if ((c->op != Op::ge && c->op != Op::lt) || c->operand(0) != t || (t->op != Op::add && t->op != Op::sub))
+      return "";  // (a select on a scalar or bool condition has no operands to look at)
     const Node* x = t->operand(0);
     const Node* step = t->operand(1);
     if (t->op == Op::add && x->op == Op::constant) std::swap(x, step);

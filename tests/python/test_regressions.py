@@ -126,3 +126,20 @@ def test_scatter_value_still_broadcasts_like_numpy_where_it_is_unambiguous(rng):
         return A
     v = rng.standard_normal(3).astype(np.float32)
     np.testing.assert_array_equal(f(v).numpy(), np.broadcast_to(v, (4, 3)))
+
+
+def test_where_on_a_scalar_bool_stored_into_a_strided_slice(backend, rng):
+    """Fuzzer seed 6022 (minimized): a select whose condition is a scalar bool argument, in a
+    2-D kernel. Was a segfault on cpu: the printer's periodic-neighbour matcher
+    (KernelPrinter::edge_select) read operand 0 of a condition that has none."""
+    @em.compile
+    def f(a0: em.f32[1, 1], s1: em.bool, a2: em.f32[1, 1]):
+        buf1 = em.zeros((3, 3), em.f32)
+        buf1[1::2, 1:-1] = -a0 + em.where(s1, a2, 0.5)
+        return buf1
+    a0 = rng.standard_normal((1, 1)).astype(np.float32)
+    a2 = rng.standard_normal((1, 1)).astype(np.float32)
+    for s1 in (False, True):
+        want = np.zeros((3, 3), np.float32)
+        want[1::2, 1:-1] = -a0 + (a2 if s1 else 0.5)
+        np.testing.assert_array_equal(f(a0, s1, a2).numpy(), want)
