@@ -1,0 +1,200 @@
+"""Command line of the differential fuzzer (tools/fuzz runs `python3 -m tests.fuzz.cli`)."""
+import argparse
+import collections
+import json
+import os
+import sys
+import time
+
+import numpy as np
+
+from . import gen, minimize, run
+
+ALL_BACKENDS = ("cpu", "vulkan", "vulkan-hlsl", "opengl")
+
+
+def _arr(a):
+    t = np.array2string(np.asarray(a).astype(float) if a.dtype == np.float32 else np.asarray(a), separator=", ",
+                        threshold=10 ** 9, max_line_width=110, floatmode="unique")
+    t = t.replace("nan", "np.nan").replace("inf", "np.inf")
+    dt = {np.float32: "np.float32", np.int32: "np.int32", np.uint32: "np.uint32", np.bool_: "np.bool_"}[a.dtype.type]
+    return f"np.array({t}, dtype={dt})"
+
+
+def script(prog, why=""):
+    """The program as a self-contained Python script: the @em.compile function, its inputs, the
+    NumPy reference and the comparison (per-output tolerances: the largest element bound)."""
+    L = ["#!/usr/bin/env python3",
+         f'"""Ember fuzz program, seed {prog.seed}.{(" " + why) if why else ""}',
+         f"features: {', '.join(prog.features)}",
+         "Run: PYTHONPATH=build/python /usr/bin/python3 THIS_FILE [backend]  (cpu, vulkan, vulkan-hlsl, opengl)\"\"\"",
+         "import sys", ""]
+    L.append(prog.em_src.rstrip())
+    L += ["", "", prog.np_src.replace("import numpy as np\n", "import numpy as np  # noqa: E402\n").rstrip(), "", ""]
+    L.append("def inputs():")
+    L.append("    return [")
+    for nm, dt, ann, data in prog.args:
+        L.append(f"        {_arr(data) if ann else repr(np.asarray(data).item())},  # {nm}")
+    L.append("    ]")
+    L += ["", ""]
+    tol = [(float(e[0].max()) if e.size else 0.0, float(e[1].max()) if e.size else 0.0) for e in prog.ref_errs]
+    tol += [(float(e[0].max()) if e.size else 0.0, float(e[1].max()) if e.size else 0.0) for _, e in prog.ref_args]
+    L.append(f"TOL = {tol!r}  # per result: (cpu/interpreter bound, GPU bound), absolute, before x{run.SAFETY}")
+    L.append(f"GPU_OK = {prog.gpu_ok}")
+    L += ["", "",
+          'if __name__ == "__main__":',
+          '    backend = sys.argv[1] if len(sys.argv) > 1 else "cpu"',
+          "    em.init(backend)",
+          "    args = inputs()",
+          "    want, want_args = ref(*[a.copy() if isinstance(a, np.ndarray) else a for a in args])",
+          "    out = f(*args)",
+          "    got = [t.numpy() for t in out] + [a for a in args if isinstance(a, np.ndarray)]",
+          "    ok = True",
+          "    for k, (g, w) in enumerate(zip(got, list(want) + list(want_args))):",
+          "        w = np.asarray(w)",
+          "        t = TOL[k][0 if backend == 'cpu' else 1] * " + repr(run.SAFETY) + " + 1e-30",
+          "        if w.dtype.kind == 'f':",
+          "            d = np.abs(g.astype(np.float64) - w)",
+          "            bad = (np.isnan(g) != np.isnan(w)) | ~np.isnan(w) & ~(d <= t) & ~(g == w)",
+          "        else:",
+          "            bad = g.astype(np.int64) != w.astype(np.int64)",
+          "        if g.shape != w.shape or np.any(bad):",
+          "            ok = False",
+          "            i = np.unravel_index(int(np.argmax(bad)), w.shape) if w.shape and g.shape == w.shape else ()",
+          "            print(f'result {k}: MISMATCH at {i}: got {g[i] if g.shape == w.shape else g.shape}, '",
+          "                  f'expected {w[i] if g.shape == w.shape else w.shape}')",
+          "    print('OK' if ok else 'FAILED', backend)",
+          "    sys.exit(0 if ok else 1)", ""]
+    return "\n".join(L)
+
+
+def _available(backends):
+    import ember as em
+    out = []
+    for b in backends:
+        if b not in em._program._BUILT_BACKENDS or em._ember.backend_unavailable(b):
+            print(f"fuzz: backend {b} unavailable, skipped", file=sys.stderr)
+            continue
+        out.append(b)
+    return out
+
+
+def _fmt_fail(f):
+    return f"{f['cls']:<10} {f['where']:<34} {f.get('msg', '')[:400]}".replace("\n", " | ")
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="tools/fuzz", description=(
+        "Ember's differential fuzzer: random programs compared (reference interpreter after every pass, "
+        "every backend) with a NumPy reference."), formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="examples:\n  tools/fuzz --count 200 --start 0 --backends cpu,vulkan --out /tmp/fuzz\n"
+               "  tools/fuzz --seed 17 --backends cpu,opengl\n  tools/fuzz --show 17 > repro.py\n"
+               "  tools/fuzz --minimize 17 --backends cpu")
+    ap.add_argument("--show", type=int, metavar="SEED", help="print the program of SEED as a self-contained script")
+    ap.add_argument("--seed", type=int, help="run one seed and print its failures")
+    ap.add_argument("--minimize", type=int, metavar="SEED", help="minimize the first failure of SEED and print it")
+    ap.add_argument("--count", type=int, help="run COUNT seeds from --start")
+    ap.add_argument("--start", type=int, default=0)
+    ap.add_argument("--backends", default=",".join(ALL_BACKENDS), help="comma-separated (default: all four)")
+    ap.add_argument("--jobs", type=int, default=1, help="worker processes (default 1)")
+    ap.add_argument("--timeout", type=float, default=60.0, help="seconds per program (default 60)")
+    ap.add_argument("--out", help="directory for failures.jsonl (long runs)")
+    ap.add_argument("--minimize-failures", action="store_true", help="minimize each new failure signature")
+    ap.add_argument("--budget", type=float, default=240.0, help="seconds per minimization (default 240)")
+    ap.add_argument("--no-stages", action="store_true", help="skip the interpreter-after-every-pass check")
+    ap.add_argument("--coverage", action="store_true", help="with --count: print feature coverage only")
+    a = ap.parse_args(argv)
+    backends = [b for b in a.backends.split(",") if b]
+
+    if a.show is not None:
+        print(script(gen.generate(a.show)))
+        return 0
+    if a.coverage:
+        cov = collections.Counter()
+        for s in range(a.start, a.start + (a.count or 300)):
+            cov.update(gen.generate(s).features)
+        for f in gen.FEATURES:
+            print(f"{cov[f]:6d}  {f}")
+        return 0
+    backends = _available(backends)
+    if a.seed is not None or a.minimize is not None:
+        seed = a.seed if a.seed is not None else a.minimize
+        w = run.Worker()
+        try:
+            r = run.run_seed(w, {"seed": seed, "backends": backends, "stages": not a.no_stages}, a.timeout)
+            if not r["fails"]:
+                print(f"seed {seed}: ok ({', '.join(backends)})")
+                return 0
+            for f in r["fails"]:
+                print(f"seed {seed}: " + _fmt_fail(f))
+            if a.minimize is not None:
+                f0 = r["fails"][0]
+                print(f"minimizing: {_fmt_fail(f0)[:200]}", file=sys.stderr)
+                prog, f, _ = minimize.minimize(seed, f0, backends, w, a.budget, a.timeout,
+                                               log=lambda m: print(m, file=sys.stderr))
+                print(script(prog, f"Minimized failure: {f['cls']} on {f['where']}: {f.get('msg', '')[:300]}"))
+            return 1
+        finally:
+            w.stop()
+    if a.count is None:
+        ap.print_help()
+        return 2
+    out = None
+    if a.out:
+        os.makedirs(a.out, exist_ok=True)
+        out = open(os.path.join(a.out, "failures.jsonl"), "a")
+    t0 = time.time()
+    counts = collections.Counter()
+    seen = set()
+    done = [0]
+    mini_worker = run.Worker() if a.minimize_failures else None
+
+    def on_result(r):
+        done[0] += 1
+        places = set(backends) | ({"interp"} if not a.no_stages else set())
+        failed = set()
+        for f in r["fails"]:
+            place = "interp" if f["where"].startswith("interp") else f["where"]
+            failed.add(place)
+            counts[(place, f["cls"])] += 1
+            sig = run.signature(f)
+            rec = {"seed": r["seed"], **f, "signature": list(sig)}
+            if sig not in seen:
+                seen.add(sig)
+                print(f"  seed {r['seed']}: NEW " + _fmt_fail(f), flush=True)
+            if out:
+                out.write(json.dumps(rec) + "\n")
+                out.flush()
+        for p in places - failed:
+            counts[(p, "ok")] += 1
+        if done[0] % 10 == 0 or done[0] == a.count:
+            print(f"[{done[0]}/{a.count}] {time.time() - t0:.0f} s, {len(seen)} distinct failures", flush=True)
+    res = run.run_many(range(a.start, a.start + a.count), backends, a.jobs, a.timeout, not a.no_stages, on_result)
+    if a.minimize_failures:
+        firsts = {}
+        for s in sorted(res):
+            for f in res[s]["fails"]:
+                firsts.setdefault(run.signature(f), (s, f))
+        for sig, (s, f) in firsts.items():
+            print(f"minimizing seed {s}: {_fmt_fail(f)[:160]}", flush=True)
+            prog, mf, _ = minimize.minimize(s, f, backends, mini_worker, a.budget, a.timeout)
+            rec = {"seed": s, "minimized": True, **mf, "signature": list(sig), "program": script(prog)}
+            if out:
+                out.write(json.dumps(rec) + "\n")
+                out.flush()
+            print(prog.em_src)
+        mini_worker.stop()
+    classes = ["ok", "mismatch", "internal", "user-error", "crash", "timeout"]
+    places = (["interp"] if not a.no_stages else []) + backends
+    print(f"\n{a.count} programs x {len(places)} ({', '.join(places)}) in {time.time() - t0:.0f} s")
+    print(f"{'':14}" + "".join(f"{c:>11}" for c in classes))
+    for p in places:
+        print(f"{p:14}" + "".join(f"{counts[(p, c)]:>11}" for c in classes))
+    if "generator" in {k[0] for k in counts}:
+        print(f"fuzzer errors: {counts[('generator', 'internal')]}")
+    print(f"{len(seen)} distinct failure signatures" + (f"; log: {os.path.join(a.out, 'failures.jsonl')}" if out else ""))
+    return 1 if seen else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

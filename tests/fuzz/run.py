@@ -1,0 +1,311 @@
+"""Runs generated programs: the reference interpreter after every pass (both pipeline
+configurations) and every selected backend, each compared with the NumPy reference.
+
+Classifications: ok, mismatch (stage or backend, output, max error, worst index), internal
+(ember.InternalError, a non-ember exception, a pass/verifier failure, generated code that does not
+compile), user-error (another ember.Error on a program the generator believes valid), crash (the
+worker died of a signal), timeout. A worker subprocess runs the programs so that a crash or a
+hang is caught and attributed to its seed (run_many / Worker).
+"""
+import json
+import os
+import re
+import select
+import signal
+import subprocess
+import sys
+import time
+import traceback
+
+import numpy as np
+
+from . import gen
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+GPU = ("vulkan", "vulkan-hlsl", "opengl")
+STAGE_CONFIGS = (("cpu-pipeline", True, True), ("gpu-pipeline", False, False))
+SAFETY = 2.0
+NPDT = {"f32": np.float32, "i32": np.int32, "u32": np.uint32, "bool": np.bool_}
+
+
+def load(prog):
+    """A fresh em.Program of the generated source (each compiles once per backend)."""
+    ns = {}
+    exec(compile(prog.em_src, f"<fuzz seed {prog.seed}>", "exec"), ns)
+    return ns["f"]
+
+
+def compare(got, prog, cls):
+    """None, or a description of the first output / argument that differs from the reference
+    beyond its error bound (cls 0: cpu and interpreter bounds, 1: GPU bounds)."""
+    want = [(o, e, dt, f"output {k}") for k, (o, e, dt) in enumerate(zip(prog.ref_outs, prog.ref_errs, prog.outs))]
+    targs = [a for a in prog.args if a[2]]
+    want += [(o, e, a[1], f"argument {a[0]}") for a, (o, e) in zip(targs, prog.ref_args)]
+    if len(got) != len(want):
+        return {"what": "count", "msg": f"{len(got)} results, expected {len(want)}"}
+    for g, (w, e, dt, what) in zip(got, want):
+        g = np.asarray(g)
+        if g.shape != w.shape:
+            return {"what": what, "msg": f"{what}: shape {g.shape}, expected {w.shape}"}
+        if g.dtype != NPDT[dt]:
+            return {"what": what, "msg": f"{what}: dtype {g.dtype}, expected {np.dtype(NPDT[dt])}"}
+        if dt == "f32":
+            gf = g.astype(np.float64)
+            nan_w, nan_g = np.isnan(w), np.isnan(gf)
+            with np.errstate(invalid="ignore"):
+                d = np.abs(gf - w)
+                tol = SAFETY * e[cls] + 1e-30
+                bad = (nan_w != nan_g) | (~nan_w & ~(d <= tol) & ~((gf == w) & np.isinf(w)))
+        else:
+            d = np.abs(g.astype(np.int64) - w.astype(np.int64)) if dt != "bool" else (g != w).astype(float)
+            tol = np.zeros(w.shape)
+            bad = d != 0
+        if np.any(bad):
+            dd = np.where(bad, np.nan_to_num(d, nan=np.inf), -1)
+            k = np.unravel_index(int(np.argmax(dd)), w.shape) if w.shape else ()
+            return {"what": what, "index": [int(i) for i in k], "got": _num(g[k]), "want": _num(w[k]),
+                    "tol": float(np.asarray(tol)[k]) if np.ndim(tol) else float(tol), "nbad": int(bad.sum()),
+                    "max_err": _num(np.max(np.where(bad, d, 0))),
+                    "msg": f"{what} [{', '.join(map(str, k))}]: got {_num(g[k])}, expected {_num(w[k])} "
+                           f"(tolerance {float(np.asarray(tol)[k]) if np.ndim(tol) else float(tol):.3g}; "
+                           f"{int(bad.sum())} of {w.size} elements differ)"}
+    return None
+
+
+def _num(x):
+    x = np.asarray(x).item()
+    return x if not isinstance(x, float) or np.isfinite(x) else str(x)
+
+
+def classify_exc(em, e):
+    msg = f"{type(e).__name__}: {e}"
+    if isinstance(e, em.InternalError):
+        return "internal", msg
+    if isinstance(e, em.CompileError) and "compiling generated kernels failed" in str(e):
+        return "internal", msg  # Ember printed code its compiler rejects
+    if isinstance(e, em.Error):
+        return "user-error", msg
+    return "internal", msg + "\n" + "".join(traceback.format_exception(e)[-4:])
+
+
+def run_program(prog, backends, stages=True, progress=None):
+    """Runs one generated program; returns a list of failures (dicts), empty when all is well."""
+    import ember as em
+    os.environ.setdefault("EMBER_VERIFY", "1")
+    fails = []
+    if stages:
+        for cfg, lg, tt in STAGE_CONFIGS:
+            where = f"interp:{cfg}"
+            progress and progress(where)
+            try:
+                st = load(prog)._interpret_stages(*prog.inputs(), lower_groups=lg, tile_threads=tt)
+            except Exception as e:
+                c, msg = classify_exc(em, e)
+                fails.append({"where": where, "cls": c, "msg": msg})
+                continue
+            for name, arrays in st:
+                if name.startswith("error"):
+                    c = "internal" if "internal error" in str(arrays) else "user-error"
+                    fails.append({"where": f"{where}:{name[len('error:'):]}", "cls": c, "msg": str(arrays)})
+                    break
+                m = compare(arrays, prog, 0)
+                if m:
+                    fails.append({"where": f"{where}:{name}", "cls": "mismatch", **m})
+                    break
+    for b in backends:
+        if b in GPU and not prog.gpu_ok:
+            continue
+        progress and progress(b)
+        try:
+            em.init(b)
+            args = prog.inputs()
+            out = load(prog)(*args)
+            got = [t.numpy() for t in (out if isinstance(out, tuple) else (out,))]
+            got += [a for a, spec in zip(args, prog.args) if spec[2]]
+        except Exception as e:
+            c, msg = classify_exc(em, e)
+            fails.append({"where": b, "cls": c, "msg": msg})
+            continue
+        m = compare(got, prog, 0 if b == "cpu" else 1)
+        if m:
+            fails.append({"where": b, "cls": "mismatch", **m})
+    return fails
+
+
+def job_program(job):
+    return gen.generate(job["seed"], job.get("choices"), job.get("drop", ()))
+
+
+# ---- the worker process --------------------------------------------------------------------
+def worker_main():
+    """Reads JSON jobs ({seed, backends, stages, choices?, drop?}) from stdin, one per line, and
+    writes '@@FUZZ {json}' lines: progress ({"phase": where}) and results ({"seed", "fails"})."""
+    out = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)  # anything else printed goes to stderr, not into the protocol
+    for line in sys.stdin:
+        job = json.loads(line)
+
+        def progress(w):
+            out.write("@@FUZZ " + json.dumps({"phase": w}) + "\n")
+        try:
+            progress("generate")
+            prog = job_program(job)
+            fails = run_program(prog, job["backends"], job.get("stages", True), progress)
+            res = {"seed": job["seed"], "fails": fails, "features": prog.features}
+        except Exception as e:
+            res = {"seed": job["seed"], "fails": [{"where": "generator", "cls": "internal",
+                                                   "msg": "fuzzer error: " + "".join(traceback.format_exception(e))}]}
+        out.write("@@FUZZ " + json.dumps(res) + "\n")
+
+
+class Worker:
+    """A worker subprocess; restarted after a crash or a timeout."""
+
+    def __init__(self, env=None):
+        self.env = env
+        self.p = None
+
+    def start(self):
+        env = dict(os.environ, **(self.env or {}))
+        build = env.get("EMBER_BUILD_DIR") or os.path.join(REPO, "build")
+        env["PYTHONPATH"] = os.path.join(build, "python") + os.pathsep + REPO
+        env.setdefault("EMBER_CACHE_DIR", os.path.join(build, "fuzz-cache"))
+        env.setdefault("EMBER_VERIFY", "1")
+        if not env.get("XDG_RUNTIME_DIR"):
+            x = os.path.join(build, "xdg-runtime")
+            os.makedirs(x, mode=0o700, exist_ok=True)
+            env["XDG_RUNTIME_DIR"] = x
+        self.p = subprocess.Popen([sys.executable, "-m", "tests.fuzz.run", "--worker"], cwd=REPO, env=env,
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                  start_new_session=True)
+        self.buf = b""
+
+    def stop(self):
+        self.buf = b""
+        if self.p and self.p.poll() is None:
+            try:
+                os.killpg(self.p.pid, signal.SIGKILL)
+            except OSError:
+                pass
+            self.p.wait()
+        self.p = None
+
+    def run(self, job, timeout=60.0):
+        if self.p is None or self.p.poll() is not None:
+            self.start()
+        try:
+            self.p.stdin.write((json.dumps(job) + "\n").encode())
+            self.p.stdin.flush()
+        except BrokenPipeError:
+            self.stop()
+            self.start()
+            self.p.stdin.write((json.dumps(job) + "\n").encode())
+            self.p.stdin.flush()
+        phase = "start"
+        deadline = time.time() + timeout
+        fd = self.p.stdout.fileno()
+        while True:
+            if b"\n" in self.buf:
+                raw, self.buf = self.buf.split(b"\n", 1)
+                line = raw.decode(errors="replace")
+                if not line.startswith("@@FUZZ "):
+                    continue
+                msg = json.loads(line[7:])
+                if "phase" in msg:
+                    phase = msg["phase"]
+                    continue
+                return msg
+            left = deadline - time.time()
+            if left <= 0:
+                self.stop()
+                return {"seed": job["seed"], "fails": [{"where": phase, "cls": "timeout",
+                                                        "msg": f"no result after {timeout:.0f} s (in {phase})"}]}
+            r, _, _ = select.select([fd], [], [], left)
+            if not r:
+                continue
+            chunk = os.read(fd, 1 << 16)
+            if chunk:
+                self.buf += chunk
+                continue
+            if not chunk:
+                self.buf = b""
+                rc = self.p.wait()
+                self.p = None
+                sig = -rc if rc < 0 else None
+                what = f"killed by signal {signal.Signals(sig).name}" if sig else f"exited with status {rc}"
+                return {"seed": job["seed"], "fails": [{"where": phase, "cls": "crash",
+                                                        "msg": f"worker {what} (in {phase})"}]}
+
+
+if __name__ == "__main__":
+    if "--worker" in sys.argv:
+        worker_main()
+
+
+def run_seed(worker, job, timeout=60.0):
+    """Runs a job; after a crash or timeout in one phase, goes on with the phases after it."""
+    backends = list(job["backends"])
+    res = worker.run(job, timeout)
+    fails = list(res.get("fails", []))
+    features = res.get("features", [])
+    while fails and fails[-1]["cls"] in ("crash", "timeout"):
+        where = fails[-1]["where"]
+        if where in backends:
+            rest = backends[backends.index(where) + 1:]
+        elif where.startswith("interp"):
+            rest = backends
+        else:
+            break
+        if not rest:
+            break
+        backends = rest
+        res = worker.run(dict(job, backends=rest, stages=False), timeout)
+        fails += res.get("fails", [])
+        features = features or res.get("features", [])
+    return {"seed": job["seed"], "fails": fails, "features": features}
+
+
+def run_many(seeds, backends, jobs=1, timeout=60.0, stages=True, on_result=None):
+    """Runs the seeds on `jobs` worker processes; returns {seed: result}."""
+    import queue
+    import threading
+    q = queue.Queue()
+    for s in seeds:
+        q.put(s)
+    results = {}
+    lock = threading.Lock()
+
+    def loop():
+        w = Worker()
+        try:
+            while True:
+                try:
+                    s = q.get_nowait()
+                except queue.Empty:
+                    return
+                r = run_seed(w, {"seed": s, "backends": list(backends), "stages": stages}, timeout)
+                with lock:
+                    results[s] = r
+                    if on_result:
+                        on_result(r)
+        finally:
+            w.stop()
+    threads = [threading.Thread(target=loop) for _ in range(max(1, jobs))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return results
+
+
+def signature(f):
+    """What makes two failures 'the same' for the minimizer: class, place and error site."""
+    where = f["where"]
+    if where.startswith("interp:"):
+        parts = where.split(":")
+        where = ":".join(parts[:2]) + (":" + parts[2].split(" ")[-1] if len(parts) > 2 else "")
+    site = ""
+    m = re.search(r"at (/\S+?:\d+)|(\S+\.cpp):\d+|error: (‘[^’]*’|'[^']*') was not declared", f.get("msg", ""))
+    if f["cls"] in ("internal", "user-error") and m:
+        site = re.sub(r":\d+$", "", m.group(1) or m.group(2) or m.group(3) or "")
+    return (f["cls"], where.split(":")[0] if f["cls"] == "mismatch" else where, site)
