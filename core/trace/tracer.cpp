@@ -134,6 +134,12 @@ Node* Tracer::substitute(Node* e, const std::vector<Node*>& from, const std::vec
 
 Node* Tracer::gather_at(Node* x, const std::vector<Node*>& idx, const std::vector<Node*>& shape, IndexMode m) {
   if (x->is_memory()) return b_.load(x, idx, shape, m);
+  // A uniform value spread over `shape` (s[None], or s + i folded to s where i is the
+  // coordinate of a size-1 axis): an elementwise node of that shape.
+  auto spread = [&](Node* v) {
+    return v->shape.empty() && !shape.empty() ? b_.raw(Op::select, v->dtype, shape, {b_.boolean(true), v, v}) : v;
+  };
+  if (x->shape.empty()) return spread(x);
   // A gather of a gather is one gather only where the outer indices need no clamping: the
   // inner expression is rewritten at the raw indices (a clamped outer index would be lost).
   bool in_range = m == IndexMode::clamp && idx.size() == x->shape.size();
@@ -141,7 +147,7 @@ Node* Tracer::gather_at(Node* x, const std::vector<Node*>& idx, const std::vecto
   if (in_range) {
     bool ok = true;
     Node* r = substitute(x, x->shape, idx, shape, ok);
-    if (ok) return r;
+    if (ok) return spread(r);
   }
   return b_.load(x, idx, shape, m);  // gather from a computed value; fuse_loads decides later
 }
@@ -674,6 +680,14 @@ void Tracer::set(Node* v, Node* value) {
     value = broadcast_to(value, v->shape);
   }
   if (value->shape.empty() && !v->shape.empty()) value = broadcast_to(value, v->shape);
+  // Inside an em.if_/em.loop of a tensor shape the assignment runs per element of that shape.
+  Node* scope = b_.scope();
+  if (scope && scope->op != Op::program && scope->op != Op::kernel && !scope->shape.empty() && !v->shape.empty() &&
+      !same_shape(scope->shape, v->shape))
+    EMBER_USER_ERROR(ShapeError, loc(), "assigning a var of shape " << shape_str(v->shape) << " inside an em."
+                                            << (scope->op == Op::loop ? "loop" : scope->op == Op::if_ ? "if_" : "else_")
+                                            << " of shape " << shape_str(scope->shape)
+                                            << "; the condition (or loop bounds) must have the var's shape");
   b_.set(v, value);
 }
 

@@ -26,9 +26,9 @@ from . import errs as E
 KNOWN_BUGS = {
     "row_loop": False,                  # (a) y[t, i] = em.sum(w[i, k] * x[t, k], axis=1) in a host loop
     "composed_gather": False,           # (b) t = f(c[I, J + 2]); t[I, J - 2] dropped the inner clamp
-    "scatter_reads_target": True,       # F2: A[P] = f(A) reads A while the scatter writes it (NumPy reads
-                                        #     the whole value first)
-    "scalar_index_none": True,          # F3: s[None] on a scalar value keeps shape [] (NumPy: (1,))
+    "scatter_reads_target": False,      # F2: not an Ember bug: NumPy's a[p] = a does not copy its value
+                                        #     (the reference now copies it, as Ember's semantics do)
+    "scalar_index_none": False,         # F3: s[None] on a scalar value keeps shape [] (NumPy: (1,))
     "scalar_broadcast_ones": False,     # F1 (fixed): em.broadcast_to(scalar, [3, 1]) or em.where(False, x, 0.5) segfaults
                                         #     the cpu codegen (KernelPrinter::edge_select, c_printer.cpp:208)
 }
@@ -1222,7 +1222,10 @@ class Gen:
                           f"e{bnm} = np.zeros((2, {n}))")
             if not KNOWN_BUGS["scatter_reads_target"]:
                 val = self.full(self.expr(dt, S, 2), S)
-            self.line(f"{bnm}[{P.em}] = {val.em}", f"{bnm}[{P.np}] = {val.np}", f"e{bnm}[:, {P.np}] = E.bc({val.e}, {S})")
+            # np.copy: NumPy's fancy assignment does not copy a value that overlaps its target
+            # (a[p] = a writes element by element); Ember's scatter reads the whole value first.
+            self.line(f"{bnm}[{P.em}] = {val.em}", f"{bnm}[{P.np}] = np.copy({val.np})",
+                      f"e{bnm}[:, {P.np}] = E.bc({val.e}, {S})")
             self.output(V(bnm, bnm, "e" + bnm, dt, S))
             return
         S = self.shape(rank=2, max_elems=200, allow_sym=False)

@@ -143,3 +143,109 @@ def test_where_on_a_scalar_bool_stored_into_a_strided_slice(backend, rng):
         want = np.zeros((3, 3), np.float32)
         want[1::2, 1:-1] = -a0 + (a2 if s1 else 0.5)
         np.testing.assert_array_equal(f(a0, s1, a2).numpy(), want)
+
+
+def test_prefix_sum_of_an_index_along_a_size_one_axis(backend, rng):
+    """Fuzzer F5 (seeds 56, 335, 1033, 1343, minimized): em.prefix_sum of an em.indices value
+    whose scanned axis has length 1. Was an InternalError on every backend (verifier after
+    fuse_kernels: "memory access to a non-memory value after fusion"): the scan kernel gathers
+    from the index value and, its shape being the index's, cse shares the kernel's own index
+    with it; fuse_kernels (Materializer::replace_use) then recomputed the index in the consumer
+    kernel for every use, including the gather's memory operand, leaving a load from a value.
+    Now a gather from a value is always made a gather from its buffer; only elementwise uses
+    of an index are recomputed."""
+    @em.compile
+    def f():
+        i, j, k = em.indices((1, 1, 1))
+        return em.prefix_sum(i, axis=0)
+    want = np.zeros((1, 1, 1), np.int32)
+    np.testing.assert_array_equal(f().numpy(), want)
+    check_stages(f, (), [want])
+
+    @em.compile
+    def g(a: em.i32[4, 1]):
+        i, j = em.indices((4, 1))
+        return em.prefix_sum(i, axis=1) + a, em.prefix_sum(j, axis=1) - a
+    a = rng.integers(-50, 50, (4, 1)).astype(np.int32)
+    i, j = np.indices((4, 1))
+    want = [np.cumsum(i, axis=1) + a, np.cumsum(j, axis=1) - a]
+    for got, w in zip(g(a), want):
+        np.testing.assert_array_equal(got.numpy(), w)
+    check_stages(g, (a,), want)
+
+
+def test_shared_reciprocal_of_a_scalar_argument(backend, rng):
+    """Fuzzer F6 (seed 519, minimized): several divisions by one scalar argument. Was an
+    InternalError under EMBER_VERIFY=1 (verifier after share_reciprocals: "operand 1.0f =
+    constant f32 1.0f is not visible here"): share_reciprocals put 1 / s right after s, which
+    is among the arguments at the top of the program, before the constants (and so before
+    its own 1.0f). Now the reciprocal goes after both s and the constant."""
+    @em.compile
+    def f(a: em.f32[1, 3], b: em.f32[1, 3], s: em.f32):
+        return a + b / s
+
+    @em.compile
+    def g(a: em.f32[4, 5], b: em.f32[4, 5], s: em.f32):
+        return a / s - b / s
+    s = np.float32(1.7)
+    for prog, shape, ref in ((f, (1, 3), lambda a, b: a + b / s), (g, (4, 5), lambda a, b: a / s - b / s)):
+        a = rng.standard_normal(shape).astype(np.float32)
+        b = rng.standard_normal(shape).astype(np.float32)
+        want = ref(a.astype(np.float64), b.astype(np.float64))
+        np.testing.assert_allclose(prog(a, b, s).numpy(), want, rtol=1e-5, atol=1e-6)
+        check_stages(prog, (a, b, s), [want])
+
+
+def test_none_index_of_a_scalar_value_adds_an_axis(backend):
+    """Fuzzer F3 (seeds 103, 655, 1035): (a + b)[None] kept shape () (NumPy: (1,)): the
+    tracer's gather of a rank-0 value returned the value itself. Now a uniform value gathered
+    over a shape is spread over it (Tracer::gather_at)."""
+    @em.compile
+    def f(a: em.f32, b: em.f32):
+        return (a + b)[None], a[None, None]
+    x, y = f(1.5, 2.0)
+    assert x.shape == (1,) and y.shape == (1, 1)
+    assert float(x.numpy()[0]) == 3.5 and float(y.numpy()[0, 0]) == 1.5
+
+
+def test_broadcast_of_a_value_folded_to_a_scalar_keeps_its_shape(backend):
+    """Fuzzer F4 (seed 836): with i the coordinate of a size-1 axis, s + i folds to s when
+    gathered at i = 0, so em.broadcast_to(s + i, (1, 2)) had shape () and a reduction over its
+    axis 1 was a ShapeError on a valid program."""
+    @em.compile
+    def f(s: em.i32):
+        i, = em.indices((1,))
+        b = em.broadcast_to(s + i, (1, 2))
+        return b, em.max(b, axis=1)
+    b, m = f(5)
+    np.testing.assert_array_equal(b.numpy(), [[5, 5]])
+    np.testing.assert_array_equal(m.numpy(), [5])
+
+
+def test_var_assigned_under_an_if_of_another_shape_is_a_shape_error_at_its_line():
+    """Fuzzer F7 (seed 241): a var of shape [N] assigned inside em.if_ of a [1] condition was
+    accepted by the tracer and tripped an internal check of the interpreter; the pipeline found
+    it only later. Now the assignment is a ShapeError naming both shapes and the user's line."""
+    @em.compile
+    def f(x: em.f32["N"], c: em.bool[1]):  # noqa: F821
+        v = em.var(x)
+        with em.if_(c):
+            v.val = x * 2.0
+        return v.val
+    with pytest.raises(em.ShapeError, match=r"var of shape \[N\] inside an em.if_ of shape \[1\].*test_regressions"):
+        f(np.ones(4, np.float32), np.ones(1, bool))
+
+
+def test_scatter_of_its_own_target_reads_the_whole_value_first(backend, rng):
+    """Fuzzer F2 (seeds 426, 1107) was the reference's mistake, not Ember's: NumPy's a[p] = a
+    assigns element by element from the array it is changing; Ember reads the value first (the
+    scatter kernel is not fused with the read), which is NumPy's a[p] = a.copy()."""
+    @em.compile
+    def f(P: em.i32[17], A: em.f32[17]):
+        A[P] = A * 2.0
+    P = rng.permutation(17).astype(np.int32)
+    A = rng.standard_normal(17).astype(np.float32)
+    want = A.copy()
+    want[P] = (A * 2.0).copy()
+    f(P, A)
+    np.testing.assert_array_equal(A, want)
