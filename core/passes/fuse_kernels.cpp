@@ -170,7 +170,15 @@ class Materializer {
   }
 
   void replace_use(Node* n, Node* k, Node* u) {
-    // An index node is recomputed in the consumer kernel rather than stored.
+    // A gather from the value becomes a gather from memory. This comes first: the value is
+    // read at the load's coordinates, not the thread's, so even an index must be stored.
+    if (u->op == Op::load && u->operand(0) == n) {
+      p_.set_operand(u, 0, buffer_for(n, k));
+      bool other_uses = false;
+      for (size_t i = 1; i < u->operands.size(); ++i) other_uses |= u->operands[i] == n;
+      if (!other_uses) return;
+    }
+    // An index node read elementwise is recomputed in the consumer kernel rather than stored.
     Node* uk = u->enclosing_kernel();
     if (n->op == Op::index && uk && same_shape(uk->shape, n->shape)) {
       b_.set_insert_before(u);
@@ -179,12 +187,6 @@ class Materializer {
       return;
     }
     Node* buf = buffer_for(n, k);
-    if (u->op == Op::load && u->operand(0) == n) {
-      p_.set_operand(u, 0, buf);  // a gather from the value becomes a gather from memory
-      bool other_uses = false;
-      for (size_t i = 1; i < u->operands.size(); ++i) other_uses |= u->operands[i] == n;
-      if (!other_uses) return;
-    }
     if (u->op == Op::output) {
       swap_operand(u, n, buf);
       return;

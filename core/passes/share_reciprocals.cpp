@@ -21,9 +21,14 @@ bool share_reciprocals(Program& p) {
       if (u->op == Op::div && u->operand(1) == d && u->operand(0) != d) divs.push_back(u);
     Builder b(p);
     b.loc = d->loc;
-    // Right after d, which dominates every division.
-    if (d->next) b.set_insert_before(d->next); else b.set_insert_end(d->parent);
     Node* one = b.f32(1.0f);
+    // After d, which dominates every division, and after the leaves that follow it: a
+    // denominator among the arguments at the top of the program comes before the constants
+    // (1.0f among them), and the leading leaves stay together (Builder::constant looks there).
+    // No division is among those leaves, so the reciprocal still precedes them all.
+    Node* after = d;
+    while (after->next && has_flag(after->next->op, F_LEAF)) after = after->next;
+    if (after->next) b.set_insert_before(after->next); else b.set_insert_end(after->parent);
     Node* r = b.raw(Op::div, DType::f32, d->shape, {one, d});
     for (Node* dv : divs) {
       Builder m(p);
