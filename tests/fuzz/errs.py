@@ -166,7 +166,8 @@ def disc(f, o, x, ex):
 
 def frac(o, x, ex):
     disc(np.floor, np.floor(x), x, ex)
-    return bc(ex, np.shape(o)) + rnd(x, 1, 1)
+    # x - floor(x) rounds at the larger of |x| and the result (frac(-0.007) = 0.993 rounds at 1).
+    return bc(ex, np.shape(o)) + rnd(np.maximum(np.abs(np.asarray(x, float)), np.abs(np.asarray(o, float))), 1, 1)
 
 
 def cmp(o, a, ea, b, eb):

@@ -602,7 +602,7 @@ class Gen:
         if pre == "pos":
             x = self.op("em.abs({0}) + 0.5", "np.abs({0}) + 0.5", "E.add({o}, {0}, {e0}, 0.5, 0.0)", "f32", x.shape, x)
         elif pre:
-            lim = {"clamp8": "8.0", "clamp20": "20.0", "clamp1": "1.2", "unit": "0.9", "clamp5": "5.0"}[pre]
+            lim = {"clamp8": "8.0", "clamp20": "20.0", "clamp1": "1.1875", "unit": "0.875", "clamp5": "5.0"}[pre]
             x = self.op(f"em.clamp({{0}}, -{lim}, {lim})", f"np.clip({{0}}, -{lim}, {lim})", "E.same({o}, {e0})",
                         "f32", x.shape, x)
             self.feat("clamp")
