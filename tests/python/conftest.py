@@ -17,6 +17,10 @@ if not os.environ.get("XDG_RUNTIME_DIR"):  # Mesa's Vulkan drivers warn without 
 
 import ember as em  # noqa: E402
 
+# Whether this Ember runs under the sanitizers (tools/test --sanitize): bounds on RSS and time do
+# not hold there (ASan keeps freed memory in quarantine; instrumented code runs 2-3x slower).
+SANITIZED = "libasan" in Path("/proc/self/maps").read_text()
+
 
 @pytest.fixture(autouse=True)
 def _cpu_backend():

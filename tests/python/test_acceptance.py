@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 
 import ember as em
+from conftest import SANITIZED
 
 
 @em.compile
@@ -80,4 +81,4 @@ def test_new_process_hits_the_disk_cache(tmp_path, backend):
         assert second["cache_hit"] is False  # a driver with no program binary format: nothing cached
         return
     assert second["cache_hit"] is True
-    assert second["compile_ms"] <= 50.0, second
+    assert second["compile_ms"] <= (200.0 if SANITIZED else 50.0), second

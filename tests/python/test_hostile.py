@@ -46,6 +46,7 @@ import numpy as np
 import pytest
 
 import ember as em
+from conftest import SANITIZED
 
 REPO = Path(__file__).resolve().parents[2]
 BUILD = Path(os.environ.get("EMBER_BUILD_DIR") or REPO / "build").resolve()
@@ -639,6 +640,8 @@ def test_calls_keep_rss_and_fds_flat(backend, tmp_path):
     rss = [row[1] for row in r]
     fds = [row[2] for row in r]
     assert max(fds) - min(fds) <= 1, r
+    if SANITIZED:
+        pytest.skip("RSS under ASan grows with its quarantine of freed memory (open files checked)")
     assert rss[-1] - rss[0] < 8 * 1024, r  # KiB: 2 000 calls may not keep 8 MiB
 
 
@@ -652,4 +655,6 @@ def test_distinct_compiles_keep_rss_and_fds_flat(tmp_path):
     fds = [row[2] for row in rows]
     assert max(fds) - min(fds) <= 1, rows
     assert r["memory_cache"][0] <= 16, r["memory_cache"]
+    if SANITIZED:
+        pytest.skip("RSS under ASan grows with its quarantine of freed memory (open files checked)")
     assert rows[-1][1] - rows[1][1] < 16 * 1024, rows  # KiB, between 50 and 200 compiles
