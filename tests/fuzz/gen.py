@@ -535,7 +535,7 @@ class Gen:
         b = self.expr(bdt, shape, depth - 1)
         if bdt == "i32":
             self.feat("promote_i32_f32")
-            b = self.op("em.f32({0})" if c.coin(0.5) else "({0} + 0)", "({0} * 1.0)", "E.cast_float({o})", "f32",
+            b = self.op("em.f32({0})" if c.coin(0.5) else "({0} + 0.0)", "({0} * 1.0)", "E.cast_float({o})", "f32",
                         b.shape, b) if b.em[0] != "(" and not b.em[0].isdigit() else b
         if a.shape == () and b.shape == () and a.e == "0.0" and b.e == "0.0" and shape:
             a = self.leaf("f32", shape)
