@@ -118,9 +118,9 @@ bool index_in_range(const Node* i, const Node* d, const Node* kernel) {
   if (i->op == Op::div && i->operand(1)->op == Op::constant && i->operand(1)->i() > 0 &&
       in_range_times(i->operand(0), d, i->operand(1)->i(), kernel))
     return true;
-  if (i->op == Op::constant) return i->i() >= 0 && const_dim(d) > i->i();
-  if (i->op == Op::index && i->axis < static_cast<int>(i->shape.size()))  // a coordinate of its own shape
-    return same_dim(i->shape[static_cast<size_t>(i->axis)], d);
+  if (i->op == Op::index && i->axis < static_cast<int>(i->shape.size()) &&
+      same_dim(i->shape[static_cast<size_t>(i->axis)], d))  // a coordinate of its own shape
+    return true;
   if (i->op == Op::index && kernel && i->axis < kernel->rank() && same_dim(kernel->shape[static_cast<size_t>(i->axis)], d))
     return true;
   if (i->op == Op::local_index && kernel && i->axis < static_cast<int>(kernel->group.size()))

@@ -203,10 +203,7 @@ Node* in_mode_range(Builder& b, Node* load, int a, Node* k) {
   b.set_insert_before(load);
   if (i->dtype != DType::i32) i = b.cast(i, DType::i32);
   if (load->mode == IndexMode::wrap) return b.binary(Op::mod, i, d);
-  b.set_insert_before(k);
-  Node* hi = b.binary(Op::sub, d, b.i32(1));
-  b.set_insert_before(load);
-  return b.binary(Op::min, b.binary(Op::max, i, b.i32(0)), hi);
+  return clamp_index(b, i, d, load, k);
 }
 
 bool fuse_one(Program& p, Node* load, const std::unordered_map<const Node*, int>& pos) {

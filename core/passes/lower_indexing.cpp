@@ -3,6 +3,7 @@
 
 #include "core/ir/builder.h"
 #include "core/ir/shape.h"
+#include "core/passes/pass_util.h"
 
 namespace ember {
 
@@ -47,10 +48,7 @@ bool lower_indexing(Program& p) {
       Node* w = wrap_neighbour(b, i, d, k);
       if (w) i = w;  // in [0, d) by construction
       if (n->mode == IndexMode::clamp && !w && !index_in_range(i, d, k)) {
-        b.set_insert_before(host_pos);
-        Node* hi = b.binary(Op::sub, d, b.i32(1));
-        b.set_insert_before(n);
-        i = b.binary(Op::min, b.binary(Op::max, i, b.i32(0)), hi);
+        i = clamp_index(b, i, d, n, host_pos);
       } else if (n->mode == IndexMode::wrap) {
         i = b.binary(Op::mod, i, d);
       }

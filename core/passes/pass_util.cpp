@@ -80,4 +80,11 @@ void clone_nodes(Builder& b, Node* src_scope, const std::unordered_set<Node*>& k
   clone_rec(b, src_scope, keep, map, shape);
 }
 
+Node* clamp_index(Builder& b, Node* i, Node* d, Node* at, Node* host_pos) {
+  b.set_insert_before(host_pos);
+  Node* hi = b.binary(Op::sub, d, b.i32(1));
+  b.set_insert_before(at);
+  return b.binary(Op::min, b.binary(Op::max, i, b.i32(0)), hi);
+}
+
 }  // namespace ember

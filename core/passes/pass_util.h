@@ -28,6 +28,10 @@ bool at_own_element(const Node* n, const Node* k);
 // Calls f on n and every node inside it (pre-order).
 void walk_subtree(Node* n, const std::function<void(Node*)>& f);
 
+// Index i clamped into [0, d): min(max(i, 0), d - 1) inserted before `at`, its host math d - 1
+// before `host_pos` (the kernel around `at`, or `at` itself on the host).
+Node* clamp_index(Builder& b, Node* i, Node* d, Node* at, Node* host_pos);
+
 // Copies the nodes of `keep` that lie inside `src_scope` (in program order, keeping their
 // nesting) to the builder's insertion point. `map` holds substitutions for values defined
 // elsewhere (e.g. index nodes) and receives old -> new for every copy. Copies get `shape`
