@@ -34,7 +34,10 @@ CompiledProgram::CompiledProgram(std::unique_ptr<Program> traced, const std::str
 }
 
 std::vector<HostTensor> CompiledProgram::run(const std::vector<ArgValue>& args) {
-  return interpret(*prog_, args, runner_.get());
+  RunStats rs;
+  std::vector<HostTensor> out = interpret(*prog_, args, runner_.get(), &rs);
+  stats_.tape_bytes = rs.tape_bytes;
+  return out;
 }
 
 std::string CompiledProgram::ir(const std::string& stage) const {

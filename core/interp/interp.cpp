@@ -267,6 +267,11 @@ Flow Machine::exec_host(const Node* n) {
       // zero-filled whether or not zero_init
       h.t = runner_ ? runner_->allocate(n->dtype, dims_) : HostTensor::alloc(n->dtype, dims_, true);
       h.tensor = true;
+      if (n->name == "tape") {
+        int64_t words = 1;
+        for (int64_t d : dims_) words *= d;
+        tape_bytes_ += words * 4;
+      }
       break;
     case Op::index: host_index(n); break;
     case Op::load: case Op::store: case Op::atomic: host_access(n); break;
@@ -540,11 +545,19 @@ void Machine::host_output(const Node* n) {
 
 }  // namespace interp_detail
 
-std::vector<HostTensor> interpret(const Program& p, const std::vector<ArgValue>& args, KernelRunner* runner) {
-  if (!runner) return interp_detail::Machine(p, args, nullptr).run();
+std::vector<HostTensor> interpret(const Program& p, const std::vector<ArgValue>& args, KernelRunner* runner,
+                                  RunStats* stats) {
+  if (!runner) {
+    interp_detail::Machine m(p, args, nullptr);
+    std::vector<HostTensor> out = m.run();
+    if (stats) stats->tape_bytes = m.tape_bytes();
+    return out;
+  }
   runner->begin_run();
   try {
-    std::vector<HostTensor> out = interp_detail::Machine(p, args, runner).run();
+    interp_detail::Machine m(p, args, runner);
+    std::vector<HostTensor> out = m.run();
+    if (stats) stats->tape_bytes = m.tape_bytes();
     runner->end_run(true);
     return out;
   } catch (...) {

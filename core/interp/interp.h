@@ -69,8 +69,13 @@ class KernelRunner {
   virtual void end_run(bool ok) {}
 };
 
+// What one run did, for CompiledProgram::stats.
+struct RunStats {
+  int64_t tape_bytes = 0;  // autodiff tapes (buffers named "tape") allocated by the run
+};
+
 // Runs `p` with the arguments; returns one tensor per output slot (scalars as 0-d tensors).
 std::vector<HostTensor> interpret(const Program& p, const std::vector<ArgValue>& args,
-                                  KernelRunner* runner = nullptr);
+                                  KernelRunner* runner = nullptr, RunStats* stats = nullptr);
 
 }  // namespace ember

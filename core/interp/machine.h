@@ -76,8 +76,10 @@ class Machine {
  public:
   Machine(const Program& p, const std::vector<ArgValue>& args, KernelRunner* runner);
   std::vector<HostTensor> run();
+  int64_t tape_bytes() const { return tape_bytes_; }
 
  private:
+  int64_t tape_bytes_ = 0;
   int slot(const Node* n) const { return slot_[static_cast<size_t>(n->id)]; }
   HostVal& hv(const Node* n) { return host_[static_cast<size_t>(slot(n))]; }
   const Node* dev(const Node* n) const { return dev_[static_cast<size_t>(slot(n))]; }

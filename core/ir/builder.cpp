@@ -32,8 +32,9 @@ bool Builder::visible(const Node* n) const {
   return false;
 }
 
-static size_t hash_key(Op op, DType t, const Shape& shape, const std::vector<Node*>& ops, uint32_t attr) {
-  size_t h = static_cast<size_t>(op) * 1000003u ^ static_cast<size_t>(t) * 7919u ^ attr * 2654435761u;
+// Value numbering key: op, dtype, shape, operands and the semantic attributes (hash_attrs).
+static size_t hash_key(Op op, DType t, const Shape& shape, const std::vector<Node*>& ops, const NodeAttrs& attrs) {
+  size_t h = static_cast<size_t>(op) * 1000003u ^ static_cast<size_t>(t) * 7919u ^ hash_attrs(attrs) * 2654435761u;
   auto mix = [&](const void* p) { h = (h ^ reinterpret_cast<size_t>(p)) * 1099511628211ull; };
   for (Node* d : shape) mix(d);
   h ^= 0x9e3779b97f4a7c15ull;
@@ -41,41 +42,47 @@ static size_t hash_key(Op op, DType t, const Shape& shape, const std::vector<Nod
   return h;
 }
 
-// Ops whose numbering attribute is node.axis (coordinates of the running thread).
-static bool axis_op(Op op) { return op == Op::index || op == Op::local_index || op == Op::group_index; }
+static NodeAttrs axis_attrs(int axis) {
+  NodeAttrs a;
+  a.axis = axis;
+  return a;
+}
 
-Node* Builder::numbered(Op op, DType t, const Shape& shape, const std::vector<Node*>& operands, uint32_t attr) {
+Node* Builder::numbered(Op op, DType t, const Shape& shape, const std::vector<Node*>& operands,
+                        const NodeAttrs& attrs) {
   bool reads_var = false;
   for (Node* o : operands) reads_var |= has_flag(o->op, F_MUTABLE) || o->op == Op::loop;
-  size_t key = hash_key(op, t, shape, operands, attr);
+  size_t key = hash_key(op, t, shape, operands, attrs);
   if (!reads_var) {
     auto it = vn_.find(key);
     if (it != vn_.end()) {
       for (Node* c : it->second) {
         if (c->op != op || c->dtype != t || c->operands != operands || c->shape != shape) continue;
-        uint32_t cattr = axis_op(op) ? static_cast<uint32_t>(c->axis) : 0u;
-        if (cattr == attr && visible(c)) return c;
+        if (same_attrs(*c, attrs) && visible(c)) return c;
       }
     }
   }
-  Node* n = raw(op, t, shape, operands);
-  if (axis_op(op)) n->axis = static_cast<int>(attr);
+  Node* n = prog_.create(op, t, shape, operands);
+  copy_attrs(*n, attrs);
+  place(n);  // stamps loc
   if (!reads_var) vn_[key].push_back(n);
   return n;
 }
 
 Node* Builder::constant(DType t, uint32_t bits) {
-  size_t key = hash_key(Op::constant, t, {}, {}, bits);
+  NodeAttrs attrs;
+  attrs.bits = bits;
+  size_t key = hash_key(Op::constant, t, {}, {}, attrs);
   for (Node* c : vn_[key])
-    if (!c->dead && c->bits == bits && c->dtype == t && c->parent) return c;
+    if (!c->dead && c->op == Op::constant && c->dtype == t && same_attrs(*c, attrs) && c->parent) return c;
   // Another builder may have made it already: constants sit in the leading leaves of the root.
   for (Node* c = prog_.root()->first_child; c && has_flag(c->op, F_LEAF); c = c->next)
-    if (c->op == Op::constant && c->dtype == t && c->bits == bits) {
+    if (c->op == Op::constant && c->dtype == t && same_attrs(*c, attrs)) {
       vn_[key].push_back(c);
       return c;
     }
   Node* n = prog_.create(Op::constant, t);
-  n->bits = bits;
+  copy_attrs(*n, attrs);
   // After the leading run of leaves at the top of the program.
   Node* pos = prog_.root()->first_child;
   while (pos && has_flag(pos->op, F_LEAF) && pos->op != Op::index && pos->op != Op::buffer) pos = pos->next;
@@ -85,15 +92,15 @@ Node* Builder::constant(DType t, uint32_t bits) {
 }
 
 Node* Builder::index(int axis, const Shape& shape) {
-  return numbered(Op::index, DType::i32, shape, {}, static_cast<uint32_t>(axis));
+  return numbered(Op::index, DType::i32, shape, {}, axis_attrs(axis));
 }
 
 Node* Builder::local_index(int axis, const Shape& shape) {
-  return numbered(Op::local_index, DType::i32, shape, {}, static_cast<uint32_t>(axis));
+  return numbered(Op::local_index, DType::i32, shape, {}, axis_attrs(axis));
 }
 
 Node* Builder::group_index(int axis, const Shape& shape) {
-  return numbered(Op::group_index, DType::i32, shape, {}, static_cast<uint32_t>(axis));
+  return numbered(Op::group_index, DType::i32, shape, {}, axis_attrs(axis));
 }
 
 static const Shape& result_shape(const std::vector<Node*>& ops) {
@@ -103,7 +110,7 @@ static const Shape& result_shape(const std::vector<Node*>& ops) {
     if (o->shape.empty()) continue;
     EMBER_INTERNAL_ASSERT(s->empty() || same_shape(*s, o->shape),
                           "elementwise operands " << shape_str(*s) << " vs " << shape_str(o->shape));
-    s = &o->shape;
+    s = &o->shape.vec();
   }
   return *s;
 }
@@ -125,7 +132,8 @@ Node* Builder::fold(Op op, DType t, const std::vector<Node*>& operands) {
     return n->dtype == DType::f32 ? n->f() == static_cast<float>(v) : static_cast<double>(n->i()) == v;
   };
   const Shape& rs = result_shape(operands);
-  auto keep = [&](Node* x) { return same_shape(x->shape, rs) ? x : nullptr; };
+  // Never fold to a var: the result must keep the value the var has here.
+  auto keep = [&](Node* x) { return same_shape(x->shape, rs) && !has_flag(x->op, F_MUTABLE) ? x : nullptr; };
   switch (op) {
     case Op::add: if (is(b, 0)) return keep(a); if (is(a, 0)) return keep(b); break;
     case Op::sub: if (is(b, 0)) return keep(a); break;
@@ -141,7 +149,7 @@ Node* Builder::unary(Op op, Node* x) {
   EMBER_INTERNAL_ASSERT(info.arity == 1 && (info.flags & F_ELEMENTWISE), op_name(op) << " is not unary");
   DType t = info.rule == DTypeRule::Bool ? DType::boolean : info.rule == DTypeRule::Float ? DType::f32 : x->dtype;
   if (Node* f = fold(op, t, {x})) return f;
-  return numbered(op, t, x->shape, {x}, 0);
+  return numbered(op, t, x->shape, {x}, {});
 }
 
 Node* Builder::binary(Op op, Node* a, Node* b) {
@@ -153,28 +161,27 @@ Node* Builder::binary(Op op, Node* a, Node* b) {
   std::vector<Node*> ops{a, b};
   if (Node* f = fold(op, t, ops)) return f;
   if ((info.flags & F_COMMUTATIVE) && b->id < a->id) std::swap(ops[0], ops[1]);  // canonical order
-  return numbered(op, t, result_shape(ops), ops, 0);
+  return numbered(op, t, result_shape(ops), ops, {});
 }
 
 Node* Builder::select(Node* c, Node* a, Node* b) {
   EMBER_INTERNAL_ASSERT(a->dtype == b->dtype && c->dtype == DType::boolean, "select operand types");
-  if (c->op == Op::constant && same_shape(result_shape({c, a, b}), (c->bits ? a : b)->shape))
-    return c->bits ? a : b;
-  if (a == b && same_shape(a->shape, result_shape({c, a, b}))) return a;
+  Node* pick = c->op == Op::constant ? (c->bits ? a : b) : a == b ? a : nullptr;
+  if (pick && !has_flag(pick->op, F_MUTABLE) && same_shape(result_shape({c, a, b}), pick->shape)) return pick;
   if (Node* f = fold(Op::select, a->dtype, {c, a, b})) return f;
-  return numbered(Op::select, a->dtype, result_shape({c, a, b}), {c, a, b}, 0);
+  return numbered(Op::select, a->dtype, result_shape({c, a, b}), {c, a, b}, {});
 }
 
 Node* Builder::cast(Node* x, DType t) {
   if (x->dtype == t) return x;
   if (Node* f = fold(Op::cast, t, {x})) return f;
-  return numbered(Op::cast, t, x->shape, {x}, 0);
+  return numbered(Op::cast, t, x->shape, {x}, {});
 }
 
 Node* Builder::bitcast(Node* x, DType t) {
   if (x->dtype == t) return x;
   if (x->op == Op::constant) return constant(t, x->bits);
-  return numbered(Op::bitcast, t, x->shape, {x}, 0);
+  return numbered(Op::bitcast, t, x->shape, {x}, {});
 }
 
 static std::vector<Node*> cat(std::initializer_list<Node*> a, const std::vector<Node*>& b) {

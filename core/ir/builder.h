@@ -70,7 +70,7 @@ class Builder {
 
  private:
   Node* place(Node* n);
-  Node* numbered(Op op, DType t, const Shape& shape, const std::vector<Node*>& operands, uint32_t attr);
+  Node* numbered(Op op, DType t, const Shape& shape, const std::vector<Node*>& operands, const NodeAttrs& attrs);
   Node* fold(Op op, DType t, const std::vector<Node*>& operands);
   bool visible(const Node* n) const;
   Node* argument(Op op, DType t, const Shape& shape, int position, const std::string& name);

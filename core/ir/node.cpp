@@ -1,6 +1,7 @@
 #include "core/ir/node.h"
 
 #include <algorithm>
+#include <type_traits>
 #include <unordered_map>
 
 namespace ember {
@@ -25,6 +26,67 @@ const char* atomic_kind_name(AtomicKind k) {
 const char* index_mode_name(IndexMode m) {
   static const char* n[] = {"clamp", "unsafe", "wrap"};
   return n[static_cast<int>(m)];
+}
+
+// ---- Attributes, derived from EMBER_NODE_ATTRS ----
+
+namespace {
+size_t hash_value(const std::string& v) { return std::hash<std::string>()(v); }
+size_t hash_value(const std::vector<int>& v) {
+  size_t h = v.size();
+  for (int x : v) h = (h ^ static_cast<size_t>(static_cast<uint32_t>(x))) * 1099511628211ull;
+  return h;
+}
+template <class T>
+size_t hash_value(const T& v) {
+  static_assert(std::is_integral_v<T> || std::is_enum_v<T>, "hash_attrs: add a hash_value overload for this type");
+  if constexpr (std::is_enum_v<T>) return static_cast<size_t>(static_cast<std::underlying_type_t<T>>(v));
+  else return static_cast<size_t>(v);
+}
+
+// Per-attribute steps; metadata attributes are neither compared nor hashed (templates, so the
+// metadata branch does not need operator== or a hash for its type).
+template <AttrRole R, class T>
+bool attr_equal(const T& a, const T& b) {
+  if constexpr (R == AttrRole::semantic) return a == b;
+  else return true;
+}
+template <AttrRole R, class T>
+void attr_hash(size_t& h, const T& v) {
+  if constexpr (R == AttrRole::semantic) h = (h ^ hash_value(v)) * 1099511628211ull;
+}
+}  // namespace
+
+void copy_attrs(NodeAttrs& dst, const NodeAttrs& src) {
+#define EMBER_COPY_ATTR(type, name, init, role) dst.name = src.name;
+  EMBER_NODE_ATTRS(EMBER_COPY_ATTR)
+#undef EMBER_COPY_ATTR
+}
+
+bool same_attrs(const NodeAttrs& a, const NodeAttrs& b) {
+#define EMBER_SAME_ATTR(type, name, init, role) \
+  if (!attr_equal<AttrRole::role>(a.name, b.name)) return false;
+  EMBER_NODE_ATTRS(EMBER_SAME_ATTR)
+#undef EMBER_SAME_ATTR
+  return true;
+}
+
+size_t hash_attrs(const NodeAttrs& a) {
+  size_t h = 0x9e3779b97f4a7c15ull;
+#define EMBER_HASH_ATTR(type, name, init, role) attr_hash<AttrRole::role>(h, a.name);
+  EMBER_NODE_ATTRS(EMBER_HASH_ATTR)
+#undef EMBER_HASH_ATTR
+  return h;
+}
+
+std::vector<const char*> non_default_attrs(const NodeAttrs& a) {
+  static const NodeAttrs defaults;
+  std::vector<const char*> out;
+#define EMBER_NON_DEFAULT_ATTR(type, name, init, role) \
+  if (AttrRole::role == AttrRole::semantic && !attr_equal<AttrRole::role>(a.name, defaults.name)) out.push_back(#name);
+  EMBER_NODE_ATTRS(EMBER_NON_DEFAULT_ATTR)
+#undef EMBER_NON_DEFAULT_ATTR
+  return out;
 }
 
 bool Node::inside(const Node* scope) const {
@@ -57,13 +119,13 @@ Node* Program::create(Op op, DType dtype, std::vector<Node*> shape, std::vector<
   Node* n = arena_.back().get();
   n->op = op;
   n->dtype = dtype;
-  n->shape = std::move(shape);
   n->operands = std::move(operands);
   n->id = next_id_++;
   for (Node* o : n->operands) {
     EMBER_INTERNAL_ASSERT(o != nullptr, "null operand for " << op_name(op));
     o->users.push_back(n);
   }
+  set_shape(n, std::move(shape));
   return n;
 }
 
@@ -106,14 +168,32 @@ static void drop_use(Node* of, Node* user) {
   of->users.erase(it);
 }
 
+static void drop_dim_use(Node* of, Node* user) {
+  auto it = std::find(of->dim_users.begin(), of->dim_users.end(), user);
+  EMBER_INTERNAL_ASSERT(it != of->dim_users.end(), "dim use list out of sync");
+  of->dim_users.erase(it);
+}
+
 void Program::erase(Node* n) {
   while (n->last_child) erase(n->last_child);
   EMBER_INTERNAL_ASSERT(n->users.empty(), "erasing " << op_name(n->op) << " %" << n->id << " which still has "
                                                << n->users.size() << " users");
+  EMBER_INTERNAL_ASSERT(n->dim_users.empty(), "erasing " << op_name(n->op) << " %" << n->id
+                                                   << " which is still a dim of " << n->dim_users.size() << " nodes");
   unlink(n);
   for (Node* o : n->operands) drop_use(o, n);
   n->operands.clear();
+  if (!n->dead)
+    for (Node* d : n->shape) drop_dim_use(d, n);
   n->dead = true;
+}
+
+void Program::set_shape(Node* n, std::vector<Node*> shape) {
+  EMBER_INTERNAL_ASSERT(!n->dead, "set_shape of an erased node");
+  for (Node* d : shape) EMBER_INTERNAL_ASSERT(d != nullptr, "null dim for " << op_name(n->op));
+  for (Node* d : n->shape) drop_dim_use(d, n);
+  n->shape.v_ = std::move(shape);
+  for (Node* d : n->shape) d->dim_users.push_back(n);
 }
 
 void Program::set_operand(Node* n, int i, Node* v) {
@@ -135,6 +215,14 @@ void Program::replace_all_uses(Node* old_value, Node* new_value) {
   for (Node* u : users)
     for (size_t i = 0; i < u->operands.size(); ++i)
       if (u->operands[i] == old_value) set_operand(u, static_cast<int>(i), new_value);
+  std::vector<Node*> dim_users = old_value->dim_users;
+  std::sort(dim_users.begin(), dim_users.end(), [](const Node* a, const Node* b) { return a->id < b->id; });
+  dim_users.erase(std::unique(dim_users.begin(), dim_users.end()), dim_users.end());
+  for (Node* u : dim_users) {
+    std::vector<Node*> s = u->shape;
+    std::replace(s.begin(), s.end(), old_value, new_value);
+    set_shape(u, std::move(s));
+  }
 }
 
 static void walk(Node* scope, const std::function<void(Node*)>& f) {
@@ -166,16 +254,15 @@ std::unique_ptr<Program> clone_program(const Program& src, std::vector<std::pair
   // shapes and operands always refer to nodes created earlier in program order or to scopes).
   for (Node* n : order) {
     Node* c = dst->create(n->op, n->dtype);
-    c->bits = n->bits; c->axis = n->axis; c->kind = n->kind; c->axes = n->axes;
-    c->keepdims = n->keepdims; c->mode = n->mode; c->flat = n->flat; c->zero_init = n->zero_init;
-    c->index = n->index; c->name = n->name; c->loc = n->loc; c->user_kernel = n->user_kernel;
-    c->group = n->group;
+    copy_attrs(*c, *n);
     map[n] = c;
   }
   auto m = [&](Node* n) { auto it = map.find(n); EMBER_INTERNAL_ASSERT(it != map.end(), "clone: dangling reference"); return it->second; };
   for (Node* n : order) {
     Node* c = map[n];
-    for (Node* d : n->shape) c->shape.push_back(m(d));
+    std::vector<Node*> shape;
+    for (Node* d : n->shape) shape.push_back(m(d));
+    dst->set_shape(c, std::move(shape));
     for (Node* o : n->operands) dst->add_operand(c, m(o));
     for (Node* p : n->params) c->params.push_back(m(p));
     for (Node* p : n->memories) c->memories.push_back(m(p));

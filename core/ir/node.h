@@ -59,12 +59,89 @@ const char* reduce_kind_name(ReduceKind k);
 const char* atomic_kind_name(AtomicKind k);
 const char* index_mode_name(IndexMode m);
 
-struct Node {
+// Every node attribute, declared once: X(type, name, default, role). Node's attribute members
+// are generated from this list (NodeAttrs), and so are copy_attrs, same_attrs and hash_attrs
+// below, so an attribute added here is copied (clone_program, pass copies), compared (cse,
+// builder value numbering) and hashed with no other edit. Which ops use which attribute is
+// documented in ops.def. Role:
+//   semantic: part of what the node computes; two nodes with the same op, dtype, shape and
+//             operands are interchangeable only when every semantic attribute is equal
+//             (same_attrs / hash_attrs). The printer shows each one where it differs from its
+//             default, except those printer_omits() lists (tests/cpp/test_node_attrs.cpp checks).
+//   metadata: carried along by copies but never compared, hashed or printed.
+// Do not declare an attribute as a plain member of Node: it would be silently dropped by copies.
+#define EMBER_NODE_ATTRS(X)                                                                       \
+  X(uint32_t, bits, 0, semantic)                  /* constant: the value's 32-bit word */          \
+  X(int, axis, 0, semantic)                       /* index: which coordinate; scan: the axis */    \
+  X(uint8_t, kind, 0, semantic)                   /* reduce, scan: ReduceKind; atomic: AtomicKind */ \
+  X(uint32_t, axes, 0, semantic)                  /* reduce: bitmask of reduced input axes */      \
+  X(bool, keepdims, false, semantic)              /* reduce */                                     \
+  X(IndexMode, mode, IndexMode::clamp, semantic)  /* load/store/atomic: out-of-range policy */     \
+  X(bool, flat, false, semantic)                  /* load/store/atomic: one flat index */          \
+  X(bool, zero_init, false, semantic)             /* buffer: filled with zeros when allocated */   \
+  X(int, index, -1, semantic)                     /* argument position, output slot, kernel id */  \
+  X(std::string, name, {}, semantic)              /* argument name, symbolic dim, kernel name */   \
+  X(bool, user_kernel, false, semantic)           /* kernel: written by the user (em.kernel) */    \
+  X(std::vector<int>, group, {}, semantic)        /* kernel: workgroup shape; empty: none */       \
+  X(SourceLoc, loc, {}, metadata)                 /* where the user traced it */
+
+enum class AttrRole : uint8_t { semantic, metadata };
+
+struct Node;
+
+struct NodeAttrs {
+#define EMBER_DECLARE_ATTR(type, name, init, role) type name = init;
+  EMBER_NODE_ATTRS(EMBER_DECLARE_ATTR)
+#undef EMBER_DECLARE_ATTR
+};
+
+// Derived from EMBER_NODE_ATTRS. copy_attrs copies every attribute (metadata included);
+// same_attrs and hash_attrs cover the semantic ones.
+void copy_attrs(NodeAttrs& dst, const NodeAttrs& src);
+bool same_attrs(const NodeAttrs& a, const NodeAttrs& b);
+size_t hash_attrs(const NodeAttrs& a);
+// Names of the semantic attributes of `a` that differ from their defaults (diagnostics, tests).
+std::vector<const char*> non_default_attrs(const NodeAttrs& a);
+
+// A node's shape: reads like a `const std::vector<Node*>&` (it converts to one); written only
+// by Program (create, set_shape, replace_all_uses), which keeps every dim's `dim_users` in sync.
+class DimList {
+ public:
+  using value_type = Node*;
+  using const_iterator = std::vector<Node*>::const_iterator;
+  using iterator = const_iterator;
+  using size_type = size_t;
+
+  DimList() = default;
+  DimList(const DimList&) = delete;
+  DimList& operator=(const DimList&) = delete;
+
+  operator const std::vector<Node*>&() const { return v_; }
+  const std::vector<Node*>& vec() const { return v_; }
+  const_iterator begin() const { return v_.begin(); }
+  const_iterator end() const { return v_.end(); }
+  size_t size() const { return v_.size(); }
+  bool empty() const { return v_.empty(); }
+  Node* operator[](size_t i) const { return v_[i]; }
+  Node* front() const { return v_.front(); }
+  Node* back() const { return v_.back(); }
+  friend bool operator==(const DimList& a, const DimList& b) { return a.v_ == b.v_; }
+  friend bool operator==(const DimList& a, const std::vector<Node*>& b) { return a.v_ == b; }
+
+ private:
+  friend class Program;
+  std::vector<Node*> v_;
+};
+
+struct Node : NodeAttrs {
   Op op;
   DType dtype = DType::none;
-  std::vector<Node*> shape;     // dimension nodes (scalar i32, host level); [] is a scalar
+  DimList shape;                // dimension nodes (scalar i32, host level); [] is a scalar
   std::vector<Node*> operands;
   std::vector<Node*> users;     // one entry per use (a node using x twice appears twice)
+  // Nodes whose shape lists this node as a dimension, one entry per occurrence. Kept apart from
+  // `users` so passes that walk users see only operand uses.
+  std::vector<Node*> dim_users;
 
   Node* prev = nullptr;
   Node* next = nullptr;
@@ -72,20 +149,7 @@ struct Node {
   Node* first_child = nullptr;
   Node* last_child = nullptr;
 
-  // Attributes; which ones an op uses is documented in ops.def.
-  uint32_t bits = 0;            // constant: the value's 32-bit word
-  int axis = 0;                 // index: which coordinate; scan: the scanned axis
-  uint8_t kind = 0;             // reduce, scan: ReduceKind; atomic: AtomicKind
-  uint32_t axes = 0;            // reduce: bitmask of reduced input axes
-  bool keepdims = false;        // reduce
-  IndexMode mode = IndexMode::clamp;  // load/store/atomic: out-of-range policy
-  bool flat = false;            // load/store/atomic: one flat index (after lower_indexing)
-  bool zero_init = false;       // buffer: filled with zeros when allocated
-  int index = -1;               // argument position, output slot, kernel id
-  std::string name;             // argument name, symbolic dim name, kernel name
-  bool user_kernel = false;     // kernel: written by the user (em.kernel), not made by a pass
-  std::vector<int> group;       // kernel: workgroup shape (em.kernel(..., group=)); empty: none
-  SourceLoc loc;                // where the user traced it
+  // Attributes (bits, axis, kind, ...): inherited from NodeAttrs, see EMBER_NODE_ATTRS.
 
   // Filled by split_host for kernel nodes: host values the kernel reads (passed as scalars)
   // and memories it touches (passed as buffers), in a fixed order.
@@ -122,7 +186,8 @@ class Program {
   Node* root() const { return root_; }
   std::string name = "program";
 
-  // Makes a node that is not linked anywhere yet; operands get this node as a user.
+  // Makes a node that is not linked anywhere yet; operands get this node as a user, dims as a
+  // dim user.
   Node* create(Op op, DType dtype, std::vector<Node*> shape = {}, std::vector<Node*> operands = {});
   // Linking. A node may be linked in one place at a time.
   void insert_before(Node* pos, Node* n);
@@ -130,10 +195,14 @@ class Program {
   void append(Node* scope, Node* n);
   void prepend(Node* scope, Node* n);
   void unlink(Node* n);
-  // Removes a node (and its children) from the program; it must have no users left.
+  // Removes a node (and its children) from the program; it must have no users and no dim users
+  // left. An erased node keeps its shape list for reading but is no longer a dim user.
   void erase(Node* n);
   void set_operand(Node* n, int i, Node* v);
   void add_operand(Node* n, Node* v);
+  // The only way to change a node's shape (keeps dim_users in sync).
+  void set_shape(Node* n, std::vector<Node*> shape);
+  // Rewrites every operand use and every shape reference of old_value to new_value.
   void replace_all_uses(Node* old_value, Node* new_value);
 
   // Every live node in program order (pre-order: a scope before its children).

@@ -128,4 +128,13 @@ std::string print_program(const Program& p) {
 
 std::string print_node(const Program& p, const Node* n) { return Printer(p).line(n); }
 
+bool printer_omits(Op op, const char* attr) {
+  const std::string a = attr;
+  switch (op) {
+    case Op::shape_arg: return a == "index";                      // its place in Program::dims; shown by name
+    case Op::kernel: return a == "name" || a == "user_kernel";    // diagnostics / hoist_grid_loops input
+    default: return false;
+  }
+}
+
 }  // namespace ember

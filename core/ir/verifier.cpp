@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "core/analysis/uniformity.h"
 #include "core/ir/printer.h"
@@ -19,7 +20,10 @@ class Verifier {
     p.for_each([&](Node* n) { pos_[n] = k++; });
   }
 
-  void run() { scope(p_.root()); }
+  void run() {
+    scope(p_.root());
+    use_lists();
+  }
 
  private:
   [[noreturn]] void fail(const Node* n, const std::string& what) {
@@ -54,8 +58,6 @@ class Verifier {
     if (info.arity >= 0 && n->num_operands() != info.arity) fail(n, "wrong operand count");
     for (const Node* o : n->operands) {
       if (!o) fail(n, "null operand");
-      if (std::count(o->users.begin(), o->users.end(), n) != std::count(n->operands.begin(), n->operands.end(), o))
-        fail(n, "use list of an operand is out of sync");
       if (!visible(o, n)) fail(n, "operand " + print_node(p_, o) + " is not visible here");
     }
     for (const Node* d : n->shape) {
@@ -138,6 +140,47 @@ class Verifier {
       }
       default: break;
     }
+  }
+
+  // Use lists in both directions: x->users holds u exactly as often as u->operands holds x, and
+  // x->dim_users holds u exactly as often as u->shape holds x, for every live node reachable
+  // from the program (unlinked users included). Linear in the number of uses.
+  void use_lists() {
+    struct PairHash {
+      size_t operator()(const std::pair<const Node*, const Node*>& k) const {
+        return std::hash<const void*>()(k.first) * 31u ^ std::hash<const void*>()(k.second);
+      }
+    };
+    // (def, user) -> uses listed by the user minus uses listed by the def; all zero when in sync.
+    std::unordered_map<std::pair<const Node*, const Node*>, int, PairHash> ops, dims;
+    std::unordered_set<const Node*> done;
+    std::vector<const Node*> work;
+    auto visit = [&](const Node* x) {
+      if (!x->dead && done.insert(x).second) work.push_back(x);
+    };
+    for (const auto& kv : pos_) visit(kv.first);
+    while (!work.empty()) {
+      const Node* x = work.back();
+      work.pop_back();
+      for (const Node* o : x->operands) { ++ops[{o, x}]; visit(o); }
+      for (const Node* d : x->shape) { ++dims[{d, x}]; visit(d); }
+      for (const Node* u : x->users) {
+        if (u->dead) fail(x, "use list names an erased node");
+        --ops[{x, u}];
+        visit(u);
+      }
+      for (const Node* u : x->dim_users) {
+        if (u->dead) fail(x, "dim use list names an erased node");
+        --dims[{x, u}];
+        visit(u);
+      }
+    }
+    for (const auto& [k, c] : ops)
+      if (c) fail(k.second, std::string("use list of operand ") + print_node(p_, k.first) + " is out of sync (" +
+                               (c > 0 ? "missing" : "extra") + " entries)");
+    for (const auto& [k, c] : dims)
+      if (c) fail(k.second, std::string("dim use list of shape dim ") + print_node(p_, k.first) + " is out of sync (" +
+                               (c > 0 ? "missing" : "extra") + " entries)");
   }
 
   const Program& p_;

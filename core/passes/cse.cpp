@@ -15,12 +15,12 @@ struct Key {
     const Node* a = n;
     const Node* b = o.n;
     return a->op == b->op && a->dtype == b->dtype && a->shape == b->shape && a->operands == b->operands &&
-           a->bits == b->bits && a->axis == b->axis && a->kind == b->kind && a->mode == b->mode && a->flat == b->flat;
+           same_attrs(*a, *b);
   }
 };
 struct KeyHash {
   size_t operator()(const Key& k) const {
-    size_t h = static_cast<size_t>(k.n->op) * 31u + k.n->bits + static_cast<size_t>(k.n->axis) * 7u;
+    size_t h = static_cast<size_t>(k.n->op) * 31u + static_cast<size_t>(k.n->dtype) * 7u + hash_attrs(*k.n);
     for (const Node* o : k.n->operands) h = (h ^ reinterpret_cast<size_t>(o)) * 1099511628211ull;
     for (const Node* d : k.n->shape) h = (h ^ reinterpret_cast<size_t>(d)) * 1099511628211ull;
     return h;
@@ -31,11 +31,6 @@ class Cse {
  public:
   explicit Cse(Program& p) : p_(p) {}
   bool run() {
-    // A node used as a dimension is referenced from shapes, which use lists do not track; it
-    // stays even when a twin exists.
-    p_.for_each([&](Node* n) {
-      for (Node* d : n->shape) dims_.insert(d);
-    });
     scope(p_.root());
     return changed_;
   }
@@ -79,8 +74,8 @@ class Cse {
           auto it = t->find(Key{c});
           if (it != t->end()) found = it->second;
         }
-        if (found && !dims_.count(c)) {
-          p_.replace_all_uses(c, found);
+        if (found) {
+          p_.replace_all_uses(c, found);  // operands and shapes (a dim's twin takes its place)
           p_.erase(c);
           changed_ = true;
           c = next;
@@ -102,7 +97,6 @@ class Cse {
 
   Program& p_;
   std::vector<Table> tables_;
-  std::unordered_set<const Node*> dims_;
   bool changed_ = false;
 };
 

@@ -68,8 +68,10 @@ bool dce(Program& p) {
     Node* n = *it;
     if (n->dead || live.count(n)) continue;
     // Uses by other dead nodes are gone by now (reverse order); a dead var's sets went first.
-    if (!n->users.empty()) {
-      std::vector<Node*> users = n->users;
+    // A node still used by a live node, as an operand or as a dim of its shape, stays.
+    std::vector<Node*> users = n->users;
+    users.insert(users.end(), n->dim_users.begin(), n->dim_users.end());
+    if (!users.empty()) {
       bool all_dead = true;
       for (Node* u : users) all_dead &= !live.count(u);
       if (!all_dead) continue;

@@ -56,7 +56,8 @@ bool carries_cross_thread_dependence(Node* loop, Node* k) {
       auto it = written.find(n->operand(0));
       written[n->operand(0)] = (it == written.end() || it->second) && own;
     }
-    if (n->op == Op::load || n->op == Op::atomic) {
+    // An atomic whose old value is unused only accumulates (its updates commute): not a read.
+    if (n->op == Op::load || (n->op == Op::atomic && !n->users.empty())) {
       bool own = n->op == Op::load && in_own_row(n, k);
       auto it = read.find(n->operand(0));
       read[n->operand(0)] = (it == read.end() || it->second) && own;
@@ -88,9 +89,7 @@ Node* kernel_of_rest(Program& p, const Node* like, Node* first, Node* pos, Node*
   Builder b(p);
   if (pos) b.set_insert_before(pos); else b.set_insert_end(scope);
   b.loc = like->loc;
-  Node* k = b.kernel(like->shape);
-  k->name = like->name;
-  k->user_kernel = true;
+  Node* k = kernel_like(b, like, like->shape);  // a user kernel (hoist_one takes only those)
   for (Node* c : moved) {
     p.unlink(c);
     p.append(k, c);
@@ -107,7 +106,7 @@ bool hoist_uniform(Program& p, Node* v, Node* k, const std::unordered_set<const 
     if (o->op == Op::var || !hoist_uniform(p, o, k, varying)) return false;
   p.unlink(v);
   p.insert_before(k, v);
-  v->shape.clear();
+  p.set_shape(v, {});
   return true;
 }
 
@@ -128,7 +127,7 @@ bool hoist_one(Program& p, Node* k) {
     Node* post_first = l->next;
     p.unlink(l);
     p.insert_after(k, l);
-    l->shape.clear();
+    p.set_shape(l, {});
     if (post_first) kernel_of_rest(p, k, post_first, l->next, l->parent);
     kernel_of_rest(p, k, l->first_child, nullptr, l);
     return true;

@@ -54,9 +54,9 @@ class Lowering {
     }
     size_ = shape;
     walk_subtree(k_, [&](Node* n) {
-      if (n != k_ && !n->shape.empty() && n->op != Op::group_buffer) n->shape = grid_;
+      if (n != k_ && !n->shape.empty() && n->op != Op::group_buffer) p_.set_shape(n, grid_);
     });
-    k_->shape = grid_;
+    p_.set_shape(k_, grid_);
     // The group's coordinates are the new kernel's.
     Node* first = k_->first_child;
     if (first) b_.set_insert_before(first); else b_.set_insert_end(k_);

@@ -141,7 +141,7 @@ void merge_rows(Program& p, Node* r, Node* w, bool w_after) {
   std::vector<Node*> last_coord;
   walk_subtree(l, [&](Node* n) {
     if (n == l) return;
-    if (!n->shape.empty()) n->shape = r->shape;
+    if (!n->shape.empty()) p.set_shape(n, r->shape);
     if (n->op == Op::index && n->axis == lead) last_coord.push_back(n);
   });
   for (Node* n : last_coord) {

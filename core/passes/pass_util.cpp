@@ -60,9 +60,7 @@ static void clone_rec(Builder& b, Node* scope, const std::unordered_set<Node*>& 
       ops.push_back(it != map.end() ? it->second : o);
     }
     Node* n = p.create(c->op, c->dtype, c->shape.empty() ? std::vector<Node*>{} : shape, ops);
-    n->bits = c->bits; n->axis = c->axis; n->kind = c->kind; n->axes = c->axes; n->keepdims = c->keepdims;
-    n->mode = c->mode; n->flat = c->flat; n->zero_init = c->zero_init; n->index = c->index; n->name = c->name;
-    n->loc = c->loc;
+    copy_attrs(*n, *c);
     if (b.before()) p.insert_before(b.before(), n); else p.append(b.scope(), n);
     map[c] = n;
     if (c->is_scope()) {
@@ -78,6 +76,16 @@ static void clone_rec(Builder& b, Node* scope, const std::unordered_set<Node*>& 
 void clone_nodes(Builder& b, Node* src_scope, const std::unordered_set<Node*>& keep,
                  std::unordered_map<Node*, Node*>& map, const std::vector<Node*>& shape) {
   clone_rec(b, src_scope, keep, map, shape);
+}
+
+Node* kernel_like(Builder& b, const Node* like, const Shape& shape) {
+  Node* k = b.kernel(shape);
+  const int id = k->index;
+  copy_attrs(*k, *like);
+  k->index = id;
+  EMBER_INTERNAL_ASSERT(k->group.empty() || k->group.size() == shape.size(),
+                        "kernel_like: group of rank " << k->group.size() << " for a shape of rank " << shape.size());
+  return k;
 }
 
 Node* clamp_index(Builder& b, Node* i, Node* d, Node* at, Node* host_pos) {

@@ -28,6 +28,10 @@ bool at_own_element(const Node* n, const Node* k);
 // Calls f on n and every node inside it (pre-order).
 void walk_subtree(Node* n, const std::function<void(Node*)>& f);
 
+// A new kernel of `shape` at b's insertion point with every attribute of `like` (copy_attrs:
+// name, user_kernel, group, loc, ...) except its own fresh kernel id (`index`).
+Node* kernel_like(Builder& b, const Node* like, const std::vector<Node*>& shape);
+
 // Index i clamped into [0, d): min(max(i, 0), d - 1) inserted before `at`, its host math d - 1
 // before `host_pos` (the kernel around `at`, or `at` itself on the host).
 Node* clamp_index(Builder& b, Node* i, Node* d, Node* at, Node* host_pos);

@@ -82,6 +82,9 @@ bool simplify(Program& p) {
     b.loc = n->loc;
     Node* r = simplify_node(b, n);
     if (!r || r == n) continue;
+    // A var read here has the var's value at this point; the var node itself would read it
+    // wherever it is used (later sets would change the result).
+    if (has_flag(r->op, F_MUTABLE)) continue;
     p.replace_all_uses(n, r);
     p.erase(n);
     changed = true;

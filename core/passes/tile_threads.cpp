@@ -225,9 +225,7 @@ class Tiler {
         if (a != t_.i && a != t_.j) n = b.binary(Op::mul, dim(a), n);
       shape_ = {n};
     }
-    Node* nk = b.kernel(shape_);
-    nk->name = k_->name;
-    nk->user_kernel = k_->user_kernel;
+    Node* nk = kernel_like(b, k_, shape_);
     b.set_insert_end(nk);
     std::vector<Node*> at(static_cast<size_t>(k_->rank()), nullptr);  // tile (i, j) or coordinate
     if (rows) {
@@ -313,9 +311,7 @@ class Tiler {
     std::vector<Node*> ops;
     for (Node* o : n->operands) ops.push_back(mapped(o, lane));
     Node* c = b.raw(n->op, n->dtype, n->shape.empty() ? Shape{} : shape_, ops);
-    c->bits = n->bits; c->axis = n->axis; c->kind = n->kind; c->axes = n->axes; c->keepdims = n->keepdims;
-    c->mode = n->mode; c->flat = n->flat; c->zero_init = n->zero_init; c->index = n->index; c->name = n->name;
-    c->loc = n->loc;
+    copy_attrs(*c, *n);
     const bool access = n->op == Op::load || n->op == Op::store || n->op == Op::atomic;
     if (access && !n->flat && n->mode == IndexMode::clamp && all_in_range(n, k_)) c->mode = IndexMode::unsafe;
     return c;

@@ -52,8 +52,7 @@ class Unroller {
     Builder b(p_);
     b.set_insert_before(k_);
     b.loc = k_->loc;
-    Node* nk = b.kernel(shape_);
-    nk->name = k_->name;
+    Node* nk = kernel_like(b, k_, shape_);
     maps_.assign(static_cast<size_t>(lanes_), {});
     emit_children(k_, nk, -1);
     p_.replace_all_uses(k_, nk);
@@ -75,8 +74,7 @@ class Unroller {
     std::vector<Node*> ops;
     for (Node* o : n->operands) ops.push_back(mapped(o, lane));
     Node* c = b.raw(n->op, n->dtype, n->shape.empty() ? Shape{} : shape_, ops);
-    c->bits = n->bits; c->axis = n->axis; c->kind = n->kind; c->axes = n->axes; c->keepdims = n->keepdims;
-    c->mode = n->mode; c->flat = n->flat; c->zero_init = n->zero_init; c->index = n->index; c->name = n->name;
+    copy_attrs(*c, *n);
     return c;
   }
 

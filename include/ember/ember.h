@@ -23,6 +23,7 @@ struct ProgramStats {
   int buffers = 0;
   std::vector<PassRecord> passes;
   std::string cache_key;
+  int64_t tape_bytes = 0;  // autodiff tape (and checkpoint) bytes the last call allocated
 };
 
 // A traced program taken through the pipeline and compiled for one backend.

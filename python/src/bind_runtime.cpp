@@ -124,6 +124,7 @@ py::dict stats_dict(const ProgramStats& s) {
   d["kernels"] = s.kernels;
   d["buffers"] = s.buffers;
   d["cache_key"] = s.cache_key;
+  d["tape_bytes"] = s.tape_bytes;
   return d;
 }
 

@@ -114,7 +114,7 @@ void bind_node(py::module_& m) {
         for (size_t i = 0; i < n.shape.size(); ++i) t[i] = dim_object(n.shape[i]);
         return t;
       }, "Dimensions: ints when constant, names (str) when symbolic.")
-      .def_property_readonly("dims", [](const Node& n) { return n.shape; }, ref, "The dimension nodes.")
+      .def_property_readonly("dims", [](const Node& n) { return n.shape.vec(); }, ref, "The dimension nodes.")
       .def_property_readonly("dtype", [](const Node& n) { return std::string(dtype_name(n.dtype)); })
       .def_property_readonly("op", [](const Node& n) { return std::string(op_name(n.op)); })
       .def_property_readonly("id", [](const Node& n) { return n.id; })
@@ -189,7 +189,10 @@ void bind_tracer(py::module_& m) {
       .def("continue_", &T::continue_)
       .def("var", &T::var, ref)
       .def("set", &T::set)
-      .def("scope_shape", &T::scope_shape, ref);
+      .def("scope_shape", &T::scope_shape, ref)
+      .def("grad", &T::grad, ref, py::arg("y"), py::arg("xs"), py::arg("dy") = nullptr)
+      .def("jvp", &T::jvp, ref, py::arg("y"), py::arg("xs"), py::arg("dxs"))
+      .def("detach", &T::detach, ref);
 }
 }  // namespace
 

@@ -1,0 +1,344 @@
+// Node attributes are declared once (EMBER_NODE_ATTRS in core/ir/node.h); copies, equality,
+// hashing and value numbering derive from that list. These tests walk the list too, so an
+// attribute added to it is covered here with no edit: clones keep every attribute, cse and the
+// builder never merge nodes that differ in one semantic attribute, and the printer shows every
+// semantic attribute that differs from its default. Also: shapes are tracked as dim uses.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "core/ir/builder.h"
+#include "core/ir/printer.h"
+#include "core/ir/verifier.h"
+#include "core/passes/cse.h"
+#include "core/passes/dce.h"
+#include "core/passes/pass_util.h"
+#include "core/passes/pipeline.h"
+#include "programs.h"
+
+using namespace ember;
+using namespace ember::testing;
+
+namespace {
+
+// A value different from the attribute's default, per attribute type.
+void set_other(uint32_t& v) { v = v == 7u ? 9u : 7u; }
+void set_other(int& v) { v = v == 3 ? 5 : 3; }
+void set_other(uint8_t& v) { v = v == 2 ? 3 : 2; }
+void set_other(bool& v) { v = !v; }
+void set_other(IndexMode& v) { v = v == IndexMode::wrap ? IndexMode::unsafe : IndexMode::wrap; }
+void set_other(std::string& v) { v += "_other"; }
+void set_other(std::vector<int>& v) { v.push_back(static_cast<int>(v.size()) + 2); }
+void set_other(SourceLoc& v) { v.file += "other.py"; v.line += 17; }
+
+template <class T>
+bool equal(const T& a, const T& b) { return a == b; }
+bool equal(const SourceLoc& a, const SourceLoc& b) { return a.file == b.file && a.line == b.line; }
+
+// Every attribute of the list, metadata included, set away from its default.
+void set_every_attr(Node* n) {
+#define SET(type, name, init, role) set_other(n->name);
+  EMBER_NODE_ATTRS(SET)
+#undef SET
+}
+
+// Names of the attributes (metadata included) on which a and b differ.
+std::string differing_attrs(const Node* a, const Node* b) {
+  std::string out;
+#define CMP(type, name, init, role) if (!equal(a->name, b->name)) out += std::string(out.empty() ? "" : ", ") + #name;
+  EMBER_NODE_ATTRS(CMP)
+#undef CMP
+  return out;
+}
+
+TEST(NodeAttrs, EverySetterLeavesTheDefault) {
+  Node d;
+  Node n;
+  set_every_attr(&n);
+  const NodeAttrs defaults;
+#define CHECK_MOVED(type, name, init, role) EXPECT_FALSE(equal(n.name, defaults.name)) << #name;
+  EMBER_NODE_ATTRS(CHECK_MOVED)
+#undef CHECK_MOVED
+  EXPECT_FALSE(same_attrs(n, d));
+  EXPECT_TRUE(same_attrs(d, defaults));
+  EXPECT_TRUE(non_default_attrs(d).empty());
+  size_t semantic = 0;
+#define COUNT(type, name, init, role) semantic += AttrRole::role == AttrRole::semantic;
+  EMBER_NODE_ATTRS(COUNT)
+#undef COUNT
+  EXPECT_EQ(non_default_attrs(n).size(), semantic);  // metadata (loc) not listed
+}
+
+TEST(NodeAttrs, CloneProgramCopiesEveryAttribute) {
+  Program p;
+  Builder b(p);
+  Node* dim = b.shape_arg("N");
+  Node* x = b.input(DType::f32, {dim}, 0, "x");
+  // Each op of the program gets every attribute set, whether or not the op uses it.
+  Node* k = b.kernel({dim});
+  b.set_insert_end(k);
+  Node* l = b.load(x, {b.index(0, {dim})}, {dim});
+  Node* buf = b.raw(Op::group_buffer, DType::f32, {b.i32(4)}, {});
+  b.set_insert_end(p.root());
+  Node* out = b.output(x, 0);
+  for (Node* n : {dim, x, k, l, buf, out}) set_every_attr(n);
+  std::vector<std::pair<const Node*, Node*>> map;
+  std::unique_ptr<Program> q = clone_program(p, &map);
+  ASSERT_FALSE(map.empty());
+  int checked = 0;
+  for (auto& [from, to] : map) {
+    if (from == p.root()) continue;
+    EXPECT_EQ(differing_attrs(from, to), "") << op_name(from->op);
+    EXPECT_TRUE(same_attrs(*from, *to));
+    EXPECT_EQ(hash_attrs(*from), hash_attrs(*to));
+    ++checked;
+  }
+  EXPECT_GE(checked, 6);
+}
+
+TEST(NodeAttrs, PassCopiesKeepEveryAttribute) {
+  Program p;
+  Builder b(p);
+  Node* dim = b.shape_arg("N");
+  Node* x = b.input(DType::f32, {dim}, 0, "x");
+  Node* k = b.kernel({dim});
+  b.set_insert_end(k);
+  Node* l = b.load(x, {b.index(0, {dim})}, {dim});
+  Node* neg = b.unary(Op::neg, l);
+  set_every_attr(k);
+  set_every_attr(l);
+  set_every_attr(neg);
+  // clone_nodes (tile_threads' edge tiles, lower_group_barriers) and kernel_like.
+  b.set_insert_end(p.root());
+  Node* k2 = kernel_like(b, k, k->shape);
+  b.set_insert_end(k2);
+  std::unordered_map<Node*, Node*> map;
+  clone_nodes(b, k, {l, neg}, map, k2->shape);
+  ASSERT_EQ(map.size(), 2u);
+  EXPECT_EQ(differing_attrs(l, map[l]), "");
+  EXPECT_EQ(differing_attrs(neg, map[neg]), "");
+  EXPECT_EQ(differing_attrs(k, k2), "index");  // a kernel of its own id
+}
+
+// cse merges two equal loads (or two equal negations) unless one semantic attribute differs.
+// Returns whether the second survived.
+bool cse_keeps_both(Op op, const std::function<void(Node*)>& change) {
+  Program p;
+  Builder b(p);
+  Node* x = b.input(DType::f32, {b.i32(8)}, 0, "x");
+  Node* i = b.scalar_arg(DType::i32, 1, "i");
+  Node* first = nullptr;
+  Node* second = nullptr;
+  if (op == Op::load) {
+    first = b.load(x, {i}, {});
+    second = b.load(x, {i}, {});
+  } else {
+    Node* v = b.load(x, {i}, {});
+    first = b.raw(op, DType::f32, {}, {v});
+    second = b.raw(op, DType::f32, {}, {v});
+  }
+  change(second);
+  b.output(first, 0);
+  b.output(second, 1);
+  cse(p);
+  EXPECT_FALSE(first->dead);
+  return !second->dead;
+}
+
+TEST(NodeAttrs, CseDoesNotMergeNodesDifferingInOneSemanticAttribute) {
+  for (Op op : {Op::load, Op::neg}) {
+    SCOPED_TRACE(op_name(op));
+    EXPECT_FALSE(cse_keeps_both(op, [](Node*) {}));  // the control: equal nodes merge
+    // Metadata does not keep them apart.
+    EXPECT_FALSE(cse_keeps_both(op, [](Node* n) { set_other(n->loc); }));
+    int semantic = 0;
+#define CASE(type, name, init, role)                                                        \
+  if (AttrRole::role == AttrRole::semantic) {                                               \
+    ++semantic;                                                                             \
+    EXPECT_TRUE(cse_keeps_both(op, [](Node* n) { set_other(n->name); })) << "attribute " #name; \
+  }
+    EMBER_NODE_ATTRS(CASE)
+#undef CASE
+    EXPECT_GE(semantic, 12);
+  }
+}
+
+TEST(NodeAttrs, BuilderValueNumberingComparesEverySemanticAttribute) {
+#define CASE(type, name, init, role)                                                          \
+  {                                                                                           \
+    Program p;                                                                                \
+    Builder b(p);                                                                             \
+    Node* x = b.scalar_arg(DType::f32, 0, "x");                                               \
+    Node* a = b.unary(Op::neg, x);                                                            \
+    EXPECT_EQ(b.unary(Op::neg, x), a);                                                        \
+    set_other(a->name);                                                                       \
+    if (AttrRole::role == AttrRole::semantic) EXPECT_NE(b.unary(Op::neg, x), a) << #name;   \
+    else EXPECT_EQ(b.unary(Op::neg, x), a) << #name;                                          \
+    Node* i0 = b.index(0, {b.i32(4)});                                                        \
+    EXPECT_EQ(b.index(0, {b.i32(4)}), i0);                                                    \
+    EXPECT_NE(b.index(1, {b.i32(4)}), i0);                                                    \
+  }
+  EMBER_NODE_ATTRS(CASE)
+#undef CASE
+}
+
+// ---- Printing ----
+
+// Runs `check` on every node of p after every pass of the pipeline (and as traced).
+void at_every_stage(std::unique_ptr<Program> p, bool lower_groups, const std::function<void(Program&, Node*)>& check) {
+  p->for_each([&](Node* n) { check(*p, n); });
+  PipelineOptions opt;
+  opt.verify = true;
+  opt.lower_groups = lower_groups;
+  opt.tile_threads = true;
+  opt.after_pass = [&](const char*, Program& q, bool changed, bool) {
+    if (changed) q.for_each([&](Node* n) { check(q, n); });
+  };
+  run_pipeline(*p, opt);
+}
+
+DimSpec sym(const std::string& n) { DimSpec d; d.kind = DimSpec::symbolic; d.name = n; return d; }
+IndexItem at(Node* v) { IndexItem i; i.kind = IndexItem::tensor; i.value = v; return i; }
+
+// Attributes the test programs leave at their defaults: a group kernel with a group buffer and
+// barriers, a scan, an argmax with keepdims, a wrapping gather and an atomic max.
+std::unique_ptr<Program> attribute_zoo() {
+  Tracer t("attribute_zoo");
+  t.set_loc("zoo.py", 3);
+  Node* A = t.input(DType::f32, {sym("N"), sym("M")}, "A");
+  Node* c = t.scalar(DType::i32, "c");
+  t.output(t.prefix_sum(A, 1));
+  t.output(t.reduce(ReduceKind::argmax, A, {1}, true));
+  Node* wrapped = t.gather(A, {at(t.binary(Op::add, t.indices({A->shape[0]}, 0), c)), at(c)}, IndexMode::wrap);
+  t.output(wrapped);
+  Node* H = t.zeros({t.dim_const(4)}, DType::f32);
+  Node* out = t.zeros({A->shape[0]}, DType::f32);
+  std::vector<Node*> idx = t.begin_kernel({A->shape[0]}, {4});
+  Node* buf = t.group_buffer({4}, DType::f32);
+  Node* l = t.local_index()[0];
+  t.scatter(buf, {at(l)}, t.gather(A, {at(idx[0]), at(c)}));
+  t.barrier();
+  Node* s = t.gather(buf, {at(t.binary(Op::sub, t.constant(3, DType::i32), l))});
+  t.scatter(out, {at(idx[0])}, t.binary(Op::add, s, t.cast(t.group_index()[0], DType::f32)));
+  t.atomic(AtomicKind::max, t.gather(H, {at(t.binary(Op::band, idx[0], t.constant(3, DType::i32)))}), s);
+  t.end_scope();
+  t.output(out);
+  t.output(H);
+  return t.release();
+}
+
+TEST(NodeAttrs, PrinterShowsEverySemanticAttributeThatDiffersFromItsDefault) {
+  static const NodeAttrs defaults;
+  std::unordered_set<std::string> seen;  // "op.attr" pairs checked
+  auto check = [&](Program& p, Node* n) {
+    const std::string text = print_node(p, n);
+#define CASE(type, name, init, role)                                                                   \
+  if (AttrRole::role == AttrRole::semantic && !equal(n->name, defaults.name) && !printer_omits(n->op, #name)) { \
+    seen.insert(std::string(op_name(n->op)) + "." #name);                                              \
+    type saved = n->name;                                                                              \
+    n->name = defaults.name;                                                                           \
+    const std::string without = print_node(p, n);                                                      \
+    n->name = saved;                                                                                   \
+    EXPECT_NE(without, text) << "the printer does not show " #name " of " << text;                   \
+  }
+    EMBER_NODE_ATTRS(CASE)
+#undef CASE
+  };
+  std::vector<std::function<std::unique_ptr<Program>()>> builds{bitonic_sort, attribute_zoo};
+  for (const TestProgram& tp : test_programs()) builds.push_back(tp.build);
+  for (auto& build : builds)
+    for (bool lower_groups : {false, true}) at_every_stage(build(), lower_groups, check);
+  // The programs do exercise the printed attributes.
+  for (const char* want : {"constant.bits", "index.axis", "reduce.kind", "reduce.axes", "reduce.keepdims",
+                           "scan.axis", "atomic.kind", "load.mode", "load.flat", "store.flat", "buffer.zero_init",
+                           "group_buffer.zero_init", "input.index", "input.name", "output.index", "kernel.index",
+                           "kernel.group", "shape_arg.name"})
+    EXPECT_TRUE(seen.count(want)) << want << " never differs from its default in the test programs";
+}
+
+// ---- Shapes as uses ----
+
+TEST(DimUses, CreateAndSetShapeTrackDimUsers) {
+  Program p;
+  Builder b(p);
+  Node* n = b.shape_arg("N");
+  Node* m = b.shape_arg("M");
+  Node* x = b.input(DType::f32, {n, n, m}, 0, "x");
+  EXPECT_EQ(std::count(n->dim_users.begin(), n->dim_users.end(), x), 2);
+  EXPECT_EQ(std::count(m->dim_users.begin(), m->dim_users.end(), x), 1);
+  EXPECT_TRUE(n->users.empty());  // operand uses only
+  p.set_shape(x, {m});
+  EXPECT_TRUE(n->dim_users.empty());
+  EXPECT_EQ(m->dim_users, std::vector<Node*>{x});
+  verify(p);
+}
+
+TEST(DimUses, ReplaceAllUsesOfADimRewritesShapes) {
+  Program p;
+  Builder b(p);
+  Node* n = b.shape_arg("N");
+  Node* two = b.binary(Op::mul, n, b.i32(2));   // a computed dim
+  Node* twin = b.raw(Op::mul, DType::i32, {}, {n, b.i32(2)});
+  Node* buf = b.buffer(DType::f32, {twin, n}, true);
+  Node* k = b.kernel({twin, n});
+  b.set_insert_end(k);
+  Node* v = b.load(buf, {b.index(0, {twin, n}), b.index(1, {twin, n})}, {twin, n});
+  b.store(buf, b.unary(Op::neg, v), {b.index(0, {twin, n}), b.index(1, {twin, n})}, {twin, n});
+  b.set_insert_end(p.root());
+  b.output(buf, 0);
+  b.output(two, 1);
+  verify(p);
+  ASSERT_FALSE(twin->dim_users.empty());
+  // Still a dim: erasing it is an internal error, and dce keeps it although no operand uses it.
+  EXPECT_THROW(p.erase(twin), InternalError);
+  dce(p);
+  EXPECT_FALSE(twin->dead);
+  verify(p);
+  p.replace_all_uses(twin, two);
+  EXPECT_TRUE(twin->dim_users.empty());
+  int users_of_two = 0;
+  p.for_each([&](Node* x) {
+    for (Node* d : x->shape) EXPECT_NE(d, twin) << print_node(p, x);
+    users_of_two += static_cast<int>(std::count(x->shape.begin(), x->shape.end(), two));
+  });
+  EXPECT_EQ(static_cast<int>(two->dim_users.size()), users_of_two);
+  EXPECT_GE(users_of_two, 6);  // buf, k, both index nodes, load, neg, store
+  EXPECT_EQ(buf->shape[0], two);
+  p.erase(twin);
+  verify(p);
+}
+
+TEST(DimUses, CseMergesTwinDimsThroughTheirShapes) {
+  Program p;
+  Builder b(p);
+  Node* n = b.shape_arg("N");
+  Node* d1 = b.raw(Op::add, DType::i32, {}, {n, b.i32(1)});
+  Node* d2 = b.raw(Op::add, DType::i32, {}, {n, b.i32(1)});
+  Node* buf = b.buffer(DType::f32, {d2}, true);
+  b.output(buf, 0);
+  b.output(d1, 1);
+  EXPECT_TRUE(cse(p));
+  EXPECT_TRUE(d2->dead);
+  EXPECT_EQ(buf->shape[0], d1);
+  verify(p);
+}
+
+TEST(DimUses, VerifierChecksDimUseLists) {
+  Program p;
+  Builder b(p);
+  Node* n = b.shape_arg("N");
+  Node* x = b.input(DType::f32, {n}, 0, "x");
+  b.output(x, 0);
+  verify(p);
+  n->dim_users.push_back(x);  // a stale entry
+  EXPECT_THROW(verify(p), InternalError);
+  n->dim_users.pop_back();
+  n->dim_users.clear();  // a missing entry
+  EXPECT_THROW(verify(p), InternalError);
+  n->dim_users.push_back(x);
+  verify(p);
+}
+
+}  // namespace
