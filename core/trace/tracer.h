@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_set>
 #include <variant>
 #include <vector>
 
@@ -117,6 +118,13 @@ class Tracer {
   std::vector<Node*> local_index();
   std::vector<Node*> group_index();
 
+  // Derivatives (core/autodiff): em.grad, em.jvp and x.detach(). detach gives an identity node
+  // that gradients do not flow through (em.grad treats it as a constant).
+  std::vector<Node*> grad(Node* y, const std::vector<Node*>& xs, Node* dy);
+  Node* jvp(Node* y, const std::vector<Node*>& xs, const std::vector<Node*>& dxs);
+  Node* detach(Node* x);
+  bool is_detached(const Node* n) const { return detached_.count(n) > 0; }
+
   // A dimension node from an int or an existing scalar i32 value.
   Node* dim_const(int64_t v);
   // Shape of the innermost open scope ([] at host level).
@@ -152,6 +160,7 @@ class Tracer {
   int num_args_ = 0;
   int num_outputs_ = 0;
   std::vector<Node*> scopes_;
+  std::unordered_set<const Node*> detached_;
 };
 
 }  // namespace ember

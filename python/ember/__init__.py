@@ -26,6 +26,7 @@ from ._control import (atomic_add, atomic_and, atomic_exchange, atomic_max, atom
                        break_, buffer, continue_, else_, if_, kernel, loop, var, zeros)
 from ._control import barrier, group_buffer, group_index, local_index
 from ._indexing import gather, scatter
+from ._autodiff import grad, jvp
 from ._program import Program, backend, compile, device_info, init
 from . import _random as random  # noqa: F401  (em.random; not in __all__: the stdlib has a random)
 from ._window import Window, WindowError
@@ -47,6 +48,6 @@ __all__ = [
     "atomic_add", "atomic_and", "atomic_exchange", "atomic_max", "atomic_min", "atomic_or", "atomic_xor",
     "break_", "buffer", "continue_", "else_", "if_", "kernel", "loop", "var", "zeros",
     "barrier", "group_buffer", "group_index", "local_index",
-    "gather", "scatter",
+    "gather", "scatter", "grad", "jvp",
     "Program", "backend", "compile", "device_info", "init",
 ]
