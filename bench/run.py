@@ -186,6 +186,9 @@ def main():
         add_ratios(results)
         print("\n" + table(w, n, results))
         out["workloads"][w] = {"n": n, "results": results}
+        if hasattr(mod, "summary"):  # a workload's own line (e.g. nbody_grad: gradient / force time)
+            out["workloads"][w]["summary"] = mod.summary(results)
+            print(out["workloads"][w]["summary"] + "\n")
     if a.json != "-":
         path = Path(a.json)
         path.parent.mkdir(parents=True, exist_ok=True)

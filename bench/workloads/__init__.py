@@ -1,7 +1,8 @@
 """Workload registry: every module in this package that defines NAME and IMPLS is a workload.
 
 A workload module provides NAME, DEFAULT_N, make_inputs(n, seed) -> inputs,
-reference(inputs) -> tuple of NumPy arrays, and IMPLS {name: setup(inputs, opts) -> run}.
+reference(inputs) -> tuple of NumPy arrays, and IMPLS {name: setup(inputs, opts) -> run}; optionally
+summary(results) -> str, a line bench/run.py prints (and saves) after the workload's table.
 """
 import importlib
 import pkgutil
