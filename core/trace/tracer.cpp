@@ -641,11 +641,25 @@ void Tracer::end_scope() {
   b_.set_insert_end(s->parent);
 }
 
+// A jump under a per-element condition must leave a per-element loop: a host loop (scalar
+// bounds) runs its body for all elements at once, so one element cannot leave it alone.
+void Tracer::check_jump_target(const char* what) {
+  for (auto it = scopes_.rbegin(); it != scopes_.rend(); ++it) {
+    if ((*it)->op != Op::loop) continue;
+    if ((*it)->shape.empty() && !scope_shape().empty() && !(*it)->enclosing_kernel())
+      EMBER_USER_ERROR(CompileError, loc(), what << " under a per-element condition of shape " << shape_str(scope_shape())
+                                                 << " inside a host loop (scalar bounds); make the loop per-element "
+                                                    "(em.loop with bounds of that shape) or use an em.kernel");
+    return;
+  }
+}
+
 void Tracer::break_() {
   bool in_loop = false;
   for (auto it = scopes_.rbegin(); it != scopes_.rend() && (*it)->op != Op::kernel; ++it) in_loop |= (*it)->op == Op::loop;
   if (!in_loop) EMBER_USER_ERROR(CompileError, loc(), "em.break_() outside a loop");
   check_jump("em.break_()");
+  check_jump_target("em.break_()");
   b_.break_(scope_shape());
 }
 
@@ -654,6 +668,7 @@ void Tracer::continue_() {
   for (auto it = scopes_.rbegin(); it != scopes_.rend() && (*it)->op != Op::kernel; ++it) in_loop |= (*it)->op == Op::loop;
   if (!in_loop) EMBER_USER_ERROR(CompileError, loc(), "em.continue_() outside a loop");
   check_jump("em.continue_()");
+  check_jump_target("em.continue_()");
   b_.continue_(scope_shape());
 }
 

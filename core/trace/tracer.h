@@ -138,6 +138,8 @@ class Tracer {
   void check_group_access(Node* mem, const std::vector<IndexItem>& items);
   // break_/continue_ cannot leave a loop that holds a barrier.
   void check_jump(const char* what);
+  // ... nor, under a per-element condition, a host loop.
+  void check_jump_target(const char* what);
   Node* gather_at(Node* x, const std::vector<Node*>& idx, const std::vector<Node*>& shape, IndexMode m);
   Node* substitute(Node* e, const std::vector<Node*>& from_shape, const std::vector<Node*>& idx,
                    const std::vector<Node*>& shape, bool& ok);

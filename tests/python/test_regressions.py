@@ -249,3 +249,39 @@ def test_scatter_of_its_own_target_reads_the_whole_value_first(backend, rng):
     want[P] = (A * 2.0).copy()
     f(P, A)
     np.testing.assert_array_equal(A, want)
+
+
+def test_break_under_a_per_element_condition_in_a_host_loop_is_a_compile_error(backend, rng):
+    """Found while differentiating early exits: em.break_() under a tensor em.if_ inside a host
+    loop (scalar bounds) was accepted and then ignored (every element ran all iterations: 2.74
+    where NumPy's per-element loop gives 2.26). It is a CompileError naming the fix; the same
+    program with a per-element loop (bounds of the element shape) runs as NumPy does."""
+    def body(x, bounds):
+        p = em.var(x * 1.0)
+        with em.loop(0, bounds):
+            p.val = p.val * 0.9 + em.sin(p.val) * 0.7
+            with em.if_(p.val > 2.0):
+                em.break_()
+            p.val = p.val + 0.01
+        return p.val
+
+    @em.compile
+    def host(x: em.f32["N"]):  # noqa: F821
+        return body(x, 12)
+    x = np.array([0.3, 1.5, 1.9, 0.8, 2.5], np.float32)
+    with pytest.raises(em.CompileError, match=r"per-element condition of shape \[N\] inside a host loop.*test_regressions"):
+        host(x)
+
+    @em.compile
+    def per_element(x: em.f32["N"]):  # noqa: F821
+        i, = em.indices(x.shape)
+        return body(x, i * 0 + 12)
+    want = []
+    for p in x.astype(np.float64):
+        for _ in range(12):
+            p = p * 0.9 + np.sin(p) * 0.7
+            if p > 2.0:
+                break
+            p += 0.01
+        want.append(p)
+    np.testing.assert_allclose(per_element(x).numpy(), want, rtol=1e-5)
