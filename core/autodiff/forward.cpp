@@ -16,7 +16,6 @@ namespace ember {
 
 namespace {
 
-bool is_float(const Node* n) { return n->dtype == DType::f32; }
 
 struct Forward {
   explicit Forward(Tracer& t) : tr(t), b(t.builder()), p(t.program()) {}
@@ -25,34 +24,6 @@ struct Forward {
   Program& p;
   std::unordered_map<const Node*, Node*> tan;  // value -> tangent value; var -> tangent var; memory -> tangent memory
   std::unordered_set<const Node*> active;
-
-  void analyze(const std::vector<Node*>& all, const std::vector<Node*>& xs) {
-    for (Node* x : xs) active.insert(x);
-    for (bool changed = true; changed;) {
-      changed = false;
-      auto mark = [&](Node* n) { if (active.insert(n).second) changed = true; };
-      for (Node* n : all) {
-        if (tr.is_detached(n)) continue;
-        switch (n->op) {
-          case Op::set: if (active.count(n->operand(1)) && is_float(n->operand(0))) mark(n->operand(0)); break;
-          case Op::store: if (active.count(n->operand(1)) && is_float(n->operand(0))) mark(n->operand(0)); break;
-          case Op::atomic:
-            if (static_cast<AtomicKind>(n->kind) == AtomicKind::add && active.count(n->operand(1)) && is_float(n->operand(0)))
-              mark(n->operand(0));
-            break;
-          case Op::var: if (active.count(n->operand(0)) && is_float(n)) mark(n); break;
-          default:
-            if (!is_float(n) || has_flag(n->op, F_NONDIFF) || n->is_scope() || n->op == Op::atomic) break;
-            if (n->op == Op::reduce) {
-              auto k = static_cast<ReduceKind>(n->kind);
-              if (k != ReduceKind::sum && k != ReduceKind::prod && k != ReduceKind::max && k != ReduceKind::min) break;
-            }
-            for (Node* o : n->operands)
-              if (active.count(o)) { mark(n); break; }
-        }
-      }
-    }
-  }
 
   Node* zero() { return tr.constant(0.0, DType::f32); }
   // The tangent of operand `o` as read by a node here (a var's tangent var is read in place).
@@ -68,18 +39,7 @@ struct Forward {
     return v->shape.empty() && !s.empty() ? b.raw(Op::select, v->dtype, s, {b.boolean(true), v, v}) : v;
   }
 
-  // Coordinates of x's shape into reduce node n's (keepdims or not) result, to broadcast back.
-  Node* back(Node* n, Node* v) {
-    Node* x = n->operand(0);
-    if (v->shape.empty()) return tr.broadcast_to(v, x->shape);
-    std::vector<Node*> idx;
-    for (int a = 0; a < x->rank(); ++a) {
-      bool red = n->axes >> a & 1;
-      if (red && !n->keepdims) continue;
-      idx.push_back(red ? b.i32(0) : b.index(a, x->shape));
-    }
-    return b.load(v, idx, x->shape, IndexMode::clamp);
-  }
+  Node* back(Node* n, Node* v) { return reduce_back(tr, n, v); }
   std::vector<int> reduced_axes(Node* n) {
     std::vector<int> axes;
     for (int a = 0; a < n->operand(0)->rank(); ++a)
@@ -120,7 +80,9 @@ struct Forward {
       case Op::store: case Op::atomic: {
         Node* tm = t(n->operand(0));
         if (!tm || !tm->is_memory()) return;
-        if (n->op == Op::atomic && static_cast<AtomicKind>(n->kind) != AtomicKind::add) return;
+        if (n->op == Op::atomic && static_cast<AtomicKind>(n->kind) != AtomicKind::add)
+          EMBER_USER_ERROR(CompileError, n->loc, "em.jvp through em.atomic_" << atomic_kind_name(static_cast<AtomicKind>(n->kind))
+                                                     << " is not supported (only em.atomic_add is differentiated)");
         after(n);
         Node* tval = t(n->operand(1));
         std::vector<Node*> idx(n->operands.begin() + 2, n->operands.end());
@@ -201,7 +163,7 @@ Node* jvp(Tracer& tr, Node* y, const std::vector<Node*>& xs, const std::vector<N
   std::vector<Node*> all = tr.program().nodes();
   std::unordered_map<const Node*, size_t> pos;
   for (size_t k = 0; k < all.size(); ++k) pos[all[k]] = k;
-  F.analyze(all, xs);
+  F.active = active_nodes(tr, all, xs);
   for (size_t k = 0; k < xs.size(); ++k) {
     Node* x = xs[k];
     Node* dx = dxs[k];

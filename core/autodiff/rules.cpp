@@ -31,22 +31,56 @@ bool has_derivative_rule(Op op) {
   }
 }
 
-Node* prod_partial(Tracer& tr, Node* n) {
+std::unordered_set<const Node*> active_nodes(const Tracer& tr, const std::vector<Node*>& all,
+                                             const std::vector<Node*>& xs) {
+  auto is_float = [](const Node* n) { return n->dtype == DType::f32; };
+  std::unordered_set<const Node*> active(xs.begin(), xs.end());
+  for (bool changed = true; changed;) {
+    changed = false;
+    auto mark = [&](const Node* n) { if (active.insert(n).second) changed = true; };
+    for (Node* n : all) {
+      if (tr.is_detached(n)) continue;
+      switch (n->op) {
+        case Op::set: case Op::store: case Op::atomic:
+          if (active.count(n->operand(1)) && is_float(n->operand(0))) mark(n->operand(0)), mark(n);
+          break;
+        case Op::var:
+          if (active.count(n->operand(0)) && is_float(n)) mark(n);
+          break;
+        default: {
+          if (!is_float(n) || has_flag(n->op, F_NONDIFF) || n->is_scope()) break;
+          if (n->op == Op::reduce) {
+            auto k = static_cast<ReduceKind>(n->kind);
+            if (k != ReduceKind::sum && k != ReduceKind::prod && k != ReduceKind::max && k != ReduceKind::min) break;
+          }
+          for (Node* o : n->operands)
+            if (active.count(o)) { mark(n); break; }
+        }
+      }
+    }
+  }
+  return active;
+}
+
+Node* reduce_back(Tracer& tr, Node* n, Node* v) {
   Builder& b = tr.builder();
+  Node* x = n->operand(0);
+  if (v->shape.empty()) return tr.broadcast_to(v, x->shape);
+  std::vector<Node*> idx;
+  for (int a = 0; a < x->rank(); ++a) {
+    bool red = n->axes >> a & 1;
+    if (red && !n->keepdims) continue;
+    idx.push_back(red ? b.i32(0) : b.index(a, x->shape));
+  }
+  return b.load(v, idx, x->shape, IndexMode::clamp);
+}
+
+Node* prod_partial(Tracer& tr, Node* n) {
   Node* x = n->operand(0);
   std::vector<int> axes;
   for (int a = 0; a < x->rank(); ++a)
     if (n->axes >> a & 1) axes.push_back(a);
-  auto back = [&](Node* v) {  // a reduced value broadcast back over x's shape
-    if (v->shape.empty()) return tr.broadcast_to(v, x->shape);
-    std::vector<Node*> idx;
-    for (int a = 0; a < x->rank(); ++a) {
-      bool red = n->axes >> a & 1;
-      if (red && !n->keepdims) continue;
-      idx.push_back(red ? b.i32(0) : b.index(a, x->shape));
-    }
-    return b.load(v, idx, x->shape, IndexMode::clamp);
-  };
+  auto back = [&](Node* v) { return reduce_back(tr, n, v); };
   Node* zero = tr.constant(0.0, DType::f32);
   Node* one = tr.constant(1.0, DType::f32);
   Node* is0 = tr.binary(Op::eq, x, zero);

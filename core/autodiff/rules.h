@@ -1,5 +1,6 @@
 // The derivative table of the elementwise ops (rules.cpp), shared by reverse and forward mode.
 #pragma once
+#include <unordered_set>
 #include <vector>
 
 #include "core/autodiff/autodiff.h"
@@ -18,6 +19,17 @@ std::vector<Node*> elementwise_vjp(Tracer& tr, Node* n, Node* g);
 // x has zeros (one zero: only that element's partial is nonzero; two or more: all are 0). Has
 // x's shape.
 Node* prod_partial(Tracer& tr, Node* n);
+
+// Forward activity over `all` (program order): the nodes that depend on some x, to a fixpoint
+// (loops carry dependences backwards). f32 values of differentiable ops; vars set and memories
+// written (stored, or updated by an atomic of any kind: the transforms report the kinds they
+// cannot differentiate) with active values, and those set/store/atomic nodes. Detached values
+// and what only they reach are inactive.
+std::unordered_set<const Node*> active_nodes(const Tracer& tr, const std::vector<Node*>& all,
+                                             const std::vector<Node*>& xs);
+
+// `v`, a value of reduce node `n`'s result shape, broadcast back over its operand's shape.
+Node* reduce_back(Tracer& tr, Node* n, Node* v);
 
 // Whether anything stores into (or atomically updates, or moves into) memory `m`; a memory
 // nothing writes is differentiated like a value.
