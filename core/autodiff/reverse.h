@@ -120,6 +120,7 @@ struct Reverse {
   Node* trip_bound(Node* l);
   void instrument(Node* s);
   void plan_checkpoints(Entry& e);
+  bool promote_own_elements(Node* s, const Entry& e);
   void instrument_scope(Node* s);
 
   // ---------------------------------------------------------------- replay (reverse_scopes.cpp)

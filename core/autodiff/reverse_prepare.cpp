@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/autodiff/reverse.h"
+#include "core/passes/pass_util.h"
 #include "core/ir/shape.h"
 #include "core/trace/tracer.h"
 
@@ -109,6 +110,11 @@ Node* Reverse::trip_bound(Node* l) {
 void Reverse::instrument(Node* s) {
   Node* at_scope = b.scope();
   Node* at_before = b.before();
+  if (s->op != Op::kernel) {  // a rewrite of the forward code, replayed like the rest
+    Entry e;
+    scope_state(s, e);
+    promote_own_elements(s, e);
+  }
   std::unordered_set<Node*> before;
   for (Node* n : p.nodes()) before.insert(n);
   instrument_scope(s);
@@ -152,6 +158,55 @@ void Reverse::plan_checkpoints(Entry& e) {
     e.every = b.select(over, b.binary(Op::max, k, one), one);
   }
   e.slots = b.binary(Op::div, b.binary(Op::add, e.bound, b.binary(Op::sub, e.every, one)), e.every);
+}
+
+// A memory that a per-thread scope reads and writes only at the running thread's own element
+// (A[i] = f(A[i]) in a loop of a kernel over i) is a per-thread value: it becomes a var around
+// the scope (loaded before it, stored after it), which the scope's reverse tapes or snapshots
+// like any var. Same semantics: no other thread touches the element.
+bool Reverse::promote_own_elements(Node* s, const Entry& e) {
+  Node* k = s->enclosing_kernel();
+  if (!k && device_scope(s)) k = s;
+  if (!k) return false;
+  bool changed = false;
+  for (size_t i = 0; i < e.mems.size(); ++i) {
+    if (e.mem_kind[i] != kReadWrite) continue;
+    Node* m = e.mems[i];
+    std::vector<Node*> acc;
+    bool own = true;
+    for_descendants(s, [&](Node* n) {
+      if ((n->op == Op::load || n->op == Op::store || n->op == Op::atomic) && n->operand(0) == m) {
+        acc.push_back(n);
+        own &= n->op != Op::atomic && at_own_element(n, k) && same_shape(n->shape, k->shape);
+      }
+    });
+    if (!own || acc.empty()) continue;
+    std::vector<Node*> idx(acc[0]->operands.begin() + acc[0]->first_index_operand(), acc[0]->operands.end());
+    b.set_insert_before(s);
+    Node* first = b.load(m, idx, k->shape, acc[0]->mode);
+    Node* v = b.var(first, k->shape);
+    if (active.count(orig(m))) { mark_live(first); mark_live(v); }
+    for (Node* n : acc) {
+      b.set_insert_before(n);
+      if (n->op == Op::load) {
+        Node* r = snapshot(v);
+        snap_var[r] = v;
+        if (live(v)) mark_live(r);
+        p.replace_all_uses(n, r);
+      } else {
+        Node* st = b.set(v, n->operand(1));
+        if (live(v)) mark_live(st);
+      }
+      p.erase(n);
+    }
+    if (s->next) b.set_insert_before(s->next); else b.set_insert_end(s->parent);
+    Node* out = snapshot(v);
+    snap_var[out] = v;
+    if (live(v)) mark_live(out);
+    b.store(m, out, idx, k->shape, acc[0]->mode);
+    changed = true;
+  }
+  return changed;
 }
 
 void Reverse::instrument_scope(Node* s) {

@@ -1156,3 +1156,41 @@ def test_jvp_through_a_workgroup_kernel(backend):
     x64, d64, h = x.astype(np.float64), d.astype(np.float64), 1e-6
     want = (_block_softsum_ref(x64 + h * d64) - _block_softsum_ref(x64 - h * d64)) / (2 * h)
     assert_close(j, want, tolerance(backend), "jvp through a workgroup kernel")
+
+
+def _own_element(x, k, steps):
+    n = x.shape[0]
+    A = em.zeros([n], em.f32)
+    A[:] = x
+    with em.kernel(n) as i:
+        with em.loop(steps):                # A[i] = f(A[i]) in a per-thread loop: each thread
+            A[i] = A[i] * em.cos(A[i]) * k + 0.1   # reads and writes only its own element
+            with em.if_(A[i] > 0.5):
+                A[i] = A[i] * 0.5
+    return A
+
+
+def _own_element_ref(x, k, steps):
+    A = x.copy()
+    for _ in range(steps):
+        A = A * np.cos(A) * k + 0.1
+        A = np.where(A > 0.5, A * 0.5, A)
+    return A
+
+
+def test_in_place_update_of_own_element_in_a_kernel_loop(backend):
+    """A per-thread loop that reads and writes memory only at the thread's own element: the
+    element is carried as a var through the reverse (tape per thread), with a runtime trip count."""
+    r = _rng("own_element")
+    for _ in range(100):
+        x = away(r, (7,), -1, 1)
+        m = []
+        A = x.astype(np.float64)
+        for _ in range(5):
+            A = A * np.cos(A) * 1.3 + 0.1
+            m.append(np.min(np.abs(A - 0.5)))
+            A = np.where(A > 0.5, A * 0.5, A)
+        if min(m) > 0.02:
+            break
+    check_grad(backend, _own_element, _own_element_ref, {"x": x, "k": 1.3, "steps": 5}, name="own_element",
+               runs=[{"x": x, "k": 1.3, "steps": 2}])
