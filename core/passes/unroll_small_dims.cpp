@@ -26,7 +26,9 @@ class Unroller {
       grew = false;
       walk_subtree(k_, [&](Node* n) {
         if (n == k_ || lane_.count(n)) return;
-        bool dep = n->op == Op::index && n->axis == axis_;
+        // An atomic runs once per thread even when nothing in it depends on the lane (each
+        // lane's add counts), so it is always emitted per lane.
+        bool dep = (n->op == Op::index && n->axis == axis_) || n->op == Op::atomic;
         for (Node* o : n->operands) dep |= lane_.count(o) > 0;
         for (Node* s = n->parent; s != k_; s = s->parent) dep |= lane_.count(s) > 0;
         if (n->op == Op::else_ && n->prev) dep |= lane_.count(n->prev) > 0;
