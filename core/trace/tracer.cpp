@@ -107,6 +107,14 @@ Node* Tracer::substitute(Node* e, const std::vector<Node*>& from, const std::vec
   switch (e->op) {
     case Op::index: return idx[static_cast<size_t>(e->axis)];
     case Op::load: {
+      // A load of memory written since (A[:] = ... after y = A[i]) has the old contents as its
+      // value; reading the memory again elsewhere would see the new ones.
+      for (const Node* u : e->operand(0)->users)
+        if ((u->op == Op::store || u->op == Op::atomic || u->op == Op::move_memory) && u->operand(0) == e->operand(0) &&
+            u->id > e->id) {
+          ok = false;
+          return e;
+        }
       std::vector<Node*> ni;
       for (int i = 1; i < e->num_operands(); ++i) ni.push_back(substitute(e->operand(i), from, idx, shape, ok));
       if (!ok) return e;

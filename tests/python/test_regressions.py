@@ -298,3 +298,19 @@ def test_atomic_that_does_not_depend_on_the_unrolled_lane_runs_once_per_lane(bac
             em.atomic_add(H[0], x[i])      # the same add from both lanes j of each row
         return H
     np.testing.assert_array_equal(f(np.array([1, 2, 3], np.float32)).numpy(), [12.0])
+
+
+def test_a_read_keeps_its_value_when_the_memory_is_written_after_it(backend):
+    """Gradient fuzzer (seed 102605): y = A[...]; A[...] = new; em.flip(y) re-read A at the
+    flipped coordinates (the tracer's gather-of-gather rewrite), after the write: zeros instead
+    of y. A load of memory written since is now gathered as a value."""
+    @em.compile
+    def f(x: em.f32[4]):
+        A = em.zeros([4], em.f32)
+        A[:] = x
+        y = A * 1.0
+        A[:] = x * 0.0
+        return em.flip(y, 0), em.flip(A[:], 0)
+    y, z = f(np.arange(1, 5, dtype=np.float32))
+    np.testing.assert_array_equal(y.numpy(), [4, 3, 2, 1])
+    np.testing.assert_array_equal(z.numpy(), [0, 0, 0, 0])
