@@ -233,9 +233,13 @@ std::string cpu_compiler() {
 const std::vector<std::string>& cpu_flags() {
   // No -ffast-math: NaN/inf and rounding must match the interpreter. -ffp-contract=off keeps
   // a*b+c unfused and -fwrapv makes i32 arithmetic wrap, as core/ir/eval.cpp does.
+  // -fno-tree-loop-distribution: GCC 12.2's loop distribution moved a store of 0 to A[i] ahead
+  // of the load of A[i] before it in the same iteration (g = A[i]; B[i] = b; A[i] = 0;
+  // out[i] = g * cos(x[i]) gave out = 0; tests/python/test_regressions.py).
   static const std::vector<std::string> flags = {
       "-O3", "-march=native", "-fopenmp", "-shared", "-fPIC", "-std=c++17", "-fno-math-errno",
-      "-fno-trapping-math", "-ffp-contract=off", "-fwrapv", "-fno-strict-aliasing", "-w"};
+      "-fno-trapping-math", "-ffp-contract=off", "-fwrapv", "-fno-strict-aliasing",
+      "-fno-tree-loop-distribution", "-w"};
   return flags;
 }
 

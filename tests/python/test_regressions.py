@@ -314,3 +314,29 @@ def test_a_read_keeps_its_value_when_the_memory_is_written_after_it(backend):
     y, z = f(np.arange(1, 5, dtype=np.float32))
     np.testing.assert_array_equal(y.numpy(), [4, 3, 2, 1])
     np.testing.assert_array_equal(z.numpy(), [0, 0, 0, 0])
+
+
+def test_read_then_zero_of_an_element_next_to_other_stores(backend):
+    """Gradient fuzzer (seed 102571; cpu only): in a kernel doing g = A[i]; B[i] = b; A[i] = 0;
+    out[i] = g * cos(x[i]) (the reverse of a store), GCC 12.2's -O3 loop distribution moved the
+    zeroing store ahead of the load: out was 0. The cpu backend compiles without it."""
+    @em.compile
+    def f(w0: em.f32[2, 1], w1: em.f32[2, 1], a3: em.f32[2, 1]):
+        A = em.zeros([2, 1], em.f32)
+        B = em.zeros([2, 1], em.f32)
+        with em.kernel([2, 1]) as (i, j):
+            em.atomic_add(A[i, j], w0[i, j])
+            em.atomic_add(B[i, em.clamp(i, 0, 0)], w1[i, j])
+        out1 = em.zeros([2, 1], em.f32)
+        out2 = em.zeros([2, 1], em.f32)
+        with em.kernel([2, 1]) as (i, j):
+            b = B[i, j]
+            a = A[i, j]
+            out1[i, j] = b
+            A[i, j] = 0.0
+            out2[i, j] = a * em.cos(a3[i, j])
+        return out1, out2
+    w = np.array([[1.0], [2.0]], np.float32)
+    out1, out2 = f(w, w * 3, w * 0.1)
+    np.testing.assert_array_equal(out1.numpy(), [[3.0], [6.0]])
+    np.testing.assert_allclose(out2.numpy(), w * np.cos(w * 0.1), rtol=1e-6)
