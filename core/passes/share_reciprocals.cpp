@@ -6,19 +6,33 @@
 
 namespace ember {
 
+namespace {
+// A quotient compared for equality (directly, or through min/max: the mask x == max(...) of a
+// max reduction's gradient, where x is recomputed) must keep the division's rounding: the
+// product by a reciprocal can differ from it in the last bits and the comparison would fail.
+bool compared_exactly(const Node* dv) {
+  for (const Node* u : dv->users)
+    if (u->op == Op::eq || u->op == Op::ne || u->op == Op::min || u->op == Op::max) return true;
+  return false;
+}
+bool shareable(const Node* u, const Node* d) {
+  return u->op == Op::div && u->operand(1) == d && u->operand(0) != d && !compared_exactly(u);
+}
+}  // namespace
+
 bool share_reciprocals(Program& p) {
   std::vector<Node*> denominators;
   p.for_each([&](Node* n) {
     // A var is read where it is used, so its value at d is not its value at each division.
     if (n->dtype != DType::f32 || n->op == Op::constant || n->op == Op::var || n->is_scope()) return;
     int divisions = 0;
-    for (Node* u : n->users) divisions += u->op == Op::div && u->operand(1) == n && u->operand(0) != n;
+    for (Node* u : n->users) divisions += shareable(u, n);
     if (divisions >= 2) denominators.push_back(n);
   });
   for (Node* d : denominators) {
     std::vector<Node*> divs;
     for (Node* u : d->users)
-      if (u->op == Op::div && u->operand(1) == d && u->operand(0) != d) divs.push_back(u);
+      if (shareable(u, d)) divs.push_back(u);
     Builder b(p);
     b.loc = d->loc;
     Node* one = b.f32(1.0f);

@@ -340,3 +340,16 @@ def test_read_then_zero_of_an_element_next_to_other_stores(backend):
     out1, out2 = f(w, w * 3, w * 0.1)
     np.testing.assert_array_equal(out1.numpy(), [[3.0], [6.0]])
     np.testing.assert_allclose(out2.numpy(), w * np.cos(w * 0.1), rtol=1e-6)
+
+
+def test_gradient_of_a_max_of_quotients_keeps_its_mask(backend):
+    """Gradient fuzzer (seed 104956): the gradient of em.max over a / d recomputes a / d and
+    compares it with the max; share_reciprocals turned that division (and the adjoint's g / d)
+    into products with 1 / d, which differ in the last bit: no element equalled the max and
+    the gradient was 0. Quotients compared for equality keep their division."""
+    @em.compile
+    def f(a: em.f32[1, 1, 3], d: em.f32[1, 1, 3]):
+        return em.grad(em.sum(em.max(a / d, axis=(0,))), a)
+    a = np.array([[[0.7, -1.3, 2.9]]], np.float32)
+    d = np.array([[[0.3, 0.7, 1.9]]], np.float32)
+    np.testing.assert_allclose(f(a, d).numpy(), 1.0 / d, rtol=1e-6)
