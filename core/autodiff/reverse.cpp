@@ -173,6 +173,14 @@ void Reverse::reverse_node(Node* n) {
       }
       std::vector<Node*> idx(n->operands.begin() + 2, n->operands.end());
       Node* g = b.load(it->second, idx, n->shape, n->mode);
+      // Several elements of a store may write one target (y[P] = v with P repeating, or a
+      // broadcast write): one value lands there, so the target's adjoint is split evenly
+      // between its writers (exact when they write the same value; otherwise the store is a race).
+      if (n->op == Op::store && !device_emission_scope() && !injective(idx, n->shape)) {
+        Node* cnt = tr.zeros(mem->shape, DType::f32);
+        b.atomic(AtomicKind::add, cnt, b.f32(1.0f), idx, n->shape, n->mode);
+        g = tr.binary(Op::div, g, b.load(cnt, idx, n->shape, n->mode));
+      }
       contribute(n->operand(1), g);
       if (n->op == Op::store) b.store(it->second, zeros_like_shape(n->shape), idx, n->shape, n->mode);
       return;
@@ -223,6 +231,21 @@ void Reverse::reverse_node(Node* n) {
     default:
       EMBER_INTERNAL_ASSERT(has_derivative_rule(n->op), "no derivative rule for " << op_name(n->op));
   }
+}
+
+// Whether the index tuple of an access of shape `shape` reaches each target element at most
+// once: every index is a coordinate of its own axis of `shape` and every axis of extent other
+// than 1 is one of them.
+bool Reverse::injective(const std::vector<Node*>& idx, const Shape& shape) const {
+  uint64_t seen = 0;
+  for (Node* i : idx) {
+    if (i->op == Op::constant) continue;
+    if (i->op != Op::index || !same_shape(i->shape, shape) || i->axis >= 64 || (seen >> i->axis & 1)) return false;
+    seen |= uint64_t{1} << i->axis;
+  }
+  for (size_t a = 0; a < shape.size(); ++a)
+    if (!(a < 64 && (seen >> a & 1)) && const_dim(shape[a]) != 1) return false;
+  return true;
 }
 
 // The adjoint of a reduction, broadcast back over the reduced axes.

@@ -112,6 +112,7 @@ struct Reverse {
   void reverse_list(const std::vector<Node*>& list);
   Node* read_state(Node* v) { return snapshot(state.at(v)); }
   void reverse_node(Node* n);
+  bool injective(const std::vector<Node*>& idx, const Shape& shape) const;
   void reverse_reduce(Node* n, Node* g);
 
   // ---------------------------------------------------------------- prepare (reverse_prepare.cpp)

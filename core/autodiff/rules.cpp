@@ -43,6 +43,9 @@ std::unordered_set<const Node*> active_nodes(const Tracer& tr, const std::vector
       switch (n->op) {
         case Op::set: case Op::store: case Op::atomic:
           if (active.count(n->operand(1)) && is_float(n->operand(0))) mark(n->operand(0)), mark(n);
+          // Overwriting an active var or memory with a constant still matters: it ends the
+          // old value's gradient there (the scope holding it must be reversed).
+          if (active.count(n->operand(0)) && n->op != Op::atomic) mark(n);
           break;
         case Op::var:
           if (active.count(n->operand(0)) && is_float(n)) mark(n);

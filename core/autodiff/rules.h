@@ -23,7 +23,8 @@ Node* prod_partial(Tracer& tr, Node* n);
 // Forward activity over `all` (program order): the nodes that depend on some x, to a fixpoint
 // (loops carry dependences backwards). f32 values of differentiable ops; vars set and memories
 // written (stored, or updated by an atomic of any kind: the transforms report the kinds they
-// cannot differentiate) with active values, and those set/store/atomic nodes. Detached values
+// cannot differentiate) with active values, those set/store/atomic nodes, and sets/stores
+// that overwrite an active var or memory with anything (they end its gradient). Detached values
 // and what only they reach are inactive.
 std::unordered_set<const Node*> active_nodes(const Tracer& tr, const std::vector<Node*>& all,
                                              const std::vector<Node*>& xs);

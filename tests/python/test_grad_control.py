@@ -1194,3 +1194,49 @@ def test_in_place_update_of_own_element_in_a_kernel_loop(backend):
             break
     check_grad(backend, _own_element, _own_element_ref, {"x": x, "k": 1.3, "steps": 5}, name="own_element",
                runs=[{"x": x, "k": 1.3, "steps": 2}])
+
+
+def test_overwrite_with_a_constant_under_an_if_ends_the_gradient(backend):
+    """Gradient fuzzer G3: v.val = (something independent of x) under em.if_ left v's old
+    gradient alive where the branch ran (the if held no differentiable node, so it was not
+    reversed): the overwrite now counts."""
+    @em.compile
+    def f(x: em.f32[3], c: em.bool[3], k: em.i32[3]):
+        v = em.var(x * 2.0)
+        with em.if_(c):
+            v.val = em.f32(k)
+        return em.grad(em.sum(v.val), x)
+
+    @em.compile
+    def g(x: em.f32, c: em.bool):
+        v = em.var(x * 2.0)
+        with em.if_(c):
+            v.val = em.f32(1.5)
+        return em.grad(v.val, x)
+    (gf,) = run(f, np.ones(3, np.float32), np.array([1, 0, 1], bool), np.arange(3, dtype=np.int32))
+    np.testing.assert_array_equal(gf, [0, 2, 0])
+    assert float(run(g, np.float32(1), True)[0]) == 0.0
+    assert float(run(g, np.float32(1), False)[0]) == 2.0
+
+
+def test_scatter_with_repeated_targets_splits_the_gradient(backend):
+    """Gradient fuzzer G2: y[P] = v with P repeating a target (or a broadcast write) lands one
+    value per target; every writer used to receive the target's whole gradient. It is split
+    evenly between the writers (exact when they write the same value)."""
+    @em.compile
+    def f(x: em.f32[3], P: em.i32[4]):
+        y = em.zeros([3])
+        y[P] = em.broadcast_to(x[0] * 2.0, (4,))
+        return em.grad(em.sum(y), x)
+
+    @em.compile
+    def g(a: em.f32[1, 2], b: em.f32[2]):
+        y = em.zeros([1, 1])
+        i, k = em.indices([1, 2])
+        y[0, i] = em.sum(a[i, k] * b[k], axis=1)
+        return em.grad(em.sum(y), [a, b])
+    (gf,) = run(f, np.ones(3, np.float32), np.array([0, 2, 2, 1], np.int32))
+    np.testing.assert_array_equal(gf, [6, 0, 0])
+    ga, gb = run(g, np.array([[1.0, 2.0]], np.float32), np.array([3.0, 4.0], np.float32))
+    np.testing.assert_allclose(ga, [[3, 4]])
+    np.testing.assert_allclose(gb, [1, 2])
