@@ -167,6 +167,15 @@ Node* Tracer::broadcast_to(Node* x, const std::vector<Node*>& shape) {
   return gather_at(x, broadcast_index(x, shape), shape, IndexMode::clamp);
 }
 
+Node* Tracer::spread(Node* x, const std::vector<Node*>& shape) {
+  x = value(x);
+  if (!x->shape.empty() || shape.empty()) return broadcast_to(x, shape);
+  if (!scope_shape().empty() && !same_shape(shape, scope_shape()))
+    EMBER_USER_ERROR(ShapeError, loc(), "a value of shape " << shape_str(shape) << " inside a scope of shape "
+                                                            << shape_str(scope_shape()));
+  return b_.raw(Op::select, x->dtype, shape, {b_.boolean(true), x, x});
+}
+
 std::vector<Node*> Tracer::broadcast_index(Node* x, const std::vector<Node*>& shape) {
   std::vector<Node*> full = broadcast_shapes(x->shape, shape);
   if (!same_shape(full, shape))

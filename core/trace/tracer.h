@@ -51,6 +51,8 @@ class Tracer {
   Node* cast(Node* x, DType t);
   Node* bitcast(Node* x, DType t);
   Node* broadcast_to(Node* x, const std::vector<Node*>& shape);
+  // A scalar as a tensor of `shape` holding it everywhere (em.broadcast_to of a scalar).
+  Node* spread(Node* x, const std::vector<Node*>& shape);
 
   Node* indices(const std::vector<Node*>& shape, int axis);
   Node* dim(Node* x, int axis);               // x.shape[axis] as a scalar i32 value

@@ -261,7 +261,7 @@ def broadcast_to(x, shape):
     n = T.node_of(tr, x)
     dims = T.shape_nodes(tr, shape)
     if n.rank == 0 and dims:  # a scalar takes the shape too (as in NumPy), not only its values
-        n = tr.reshape(n, [tr.dim_const(1)] * len(dims))
+        return Value(tr.spread(n, dims))
     return Value(tr.broadcast_to(n, dims))
 
 

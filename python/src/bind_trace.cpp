@@ -146,6 +146,7 @@ void bind_tracer(py::module_& m) {
       .def("cast", &T::cast, ref)
       .def("bitcast", &T::bitcast, ref)
       .def("broadcast_to", &T::broadcast_to, ref)
+      .def("spread", &T::spread, ref)
       .def("indices", &T::indices, ref)
       .def("dim", &T::dim, ref)
       .def("dim_const", &T::dim_const, ref)

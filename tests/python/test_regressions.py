@@ -353,3 +353,16 @@ def test_gradient_of_a_max_of_quotients_keeps_its_mask(backend):
     a = np.array([[[0.7, -1.3, 2.9]]], np.float32)
     d = np.array([[[0.3, 0.7, 1.9]]], np.float32)
     np.testing.assert_allclose(f(a, d).numpy(), 1.0 / d, rtol=1e-6)
+
+
+def test_broadcast_of_a_scalar_under_a_tensor_if(backend):
+    """Gradient fuzzer F9 (forward): em.broadcast_to(scalar, (3,)) under a tensor em.if_ made a
+    [1]-shaped intermediate inside the [3] scope: ShapeError. A scalar is spread to the shape
+    directly."""
+    @em.compile
+    def f(x: em.f32[3], c: em.bool[3]):
+        v = em.var(x * 2.0)
+        with em.if_(c):
+            v.val = em.broadcast_to(em.f32(1.5), (3,))
+        return v.val
+    np.testing.assert_array_equal(f(np.ones(3, np.float32), np.array([1, 0, 1], bool)).numpy(), [1.5, 2, 1.5])
