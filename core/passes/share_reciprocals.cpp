@@ -30,6 +30,9 @@ bool share_reciprocals(Program& p) {
     if (divisions >= 2) denominators.push_back(n);
   });
   for (Node* d : denominators) {
+    // A denominator that was itself a shared division (1 / (a / b)) is gone: its divisions now
+    // divide by the product that replaced it, and stay divisions.
+    if (d->dead) continue;
     std::vector<Node*> divs;
     for (Node* u : d->users)
       if (shareable(u, d)) divs.push_back(u);

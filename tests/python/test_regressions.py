@@ -366,3 +366,17 @@ def test_broadcast_of_a_scalar_under_a_tensor_if(backend):
             v.val = em.broadcast_to(em.f32(1.5), (3,))
         return v.val
     np.testing.assert_array_equal(f(np.ones(3, np.float32), np.array([1, 0, 1], bool)).numpy(), [1.5, 2, 1.5])
+
+
+def test_reciprocal_of_a_shared_quotient(backend):
+    """Gradient fuzzer G10: share_reciprocals crashed when a denominator it had collected was
+    itself a division it replaced first (the gradient of 1 / (a / b) divides by a / b twice)."""
+    @em.compile
+    def f(a: em.f32[3], b: em.f32[3]):
+        q = a / b
+        return em.grad(em.sum(1.0 / q + 2.0 / q), [a, b])
+    a = np.array([0.5, 1.5, -2.0], np.float32)
+    b = np.array([1.25, -0.75, 3.0], np.float32)
+    ga, gb = f(a, b)
+    np.testing.assert_allclose(ga.numpy(), -3.0 * b / (a * a), rtol=1e-5)
+    np.testing.assert_allclose(gb.numpy(), 3.0 / a, rtol=1e-5)
