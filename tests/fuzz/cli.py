@@ -8,7 +8,7 @@ import time
 
 import numpy as np
 
-from . import gen, minimize, run
+from . import gen, grad as G, minimize, run
 
 ALL_BACKENDS = ("cpu", "vulkan", "vulkan-hlsl", "opengl")
 
@@ -31,6 +31,7 @@ def script(prog, why=""):
          "import sys", ""]
     L.append(prog.em_src.rstrip())
     L += ["", "", prog.np_src.replace("import numpy as np\n", "import numpy as np  # noqa: E402\n").rstrip(), "", ""]
+    L += [G.e_shim().rstrip(), "", ""]  # errs.py helpers the reference calls (E.smooth, E.nz...)
     L.append("def inputs():")
     L.append("    return [")
     for nm, dt, ann, data in prog.args:
@@ -83,13 +84,40 @@ def _fmt_fail(f):
     return f"{f['cls']:<10} {f['where']:<34} {f.get('msg', '')[:400]}".replace("\n", " | ")
 
 
+def _script(seed, grad, choices=None, drop=(), why=""):
+    prog = gen.generate(seed, choices, drop, grad=grad)
+    if not grad:
+        return script(prog, why)
+    gp = G.GradProgram(prog)
+    if not gp.ok:
+        return f"# seed {seed} (--grad): nothing to differentiate ({gp.why_not})\n" + script(prog, why)
+    return G.script(gp, why)
+
+
+def _grad_source(seed, grad, choices=None, drop=()):
+    """The gradient program's Ember source (for failure reports), or ''."""
+    if not grad:
+        return ""
+    gp = G.GradProgram(gen.generate(seed, choices, drop, grad=True))
+    return gp.em_src or ""
+
+
+def _grad_info(g):
+    if "skipped" in g:
+        return f"none ({g['skipped']})"
+    return (f"{g.get('elements', 0)}: {g.get('checked', 0)} compared, {g.get('kinks', 0)} at kinks skipped, "
+            f"{g.get('sampled_out', 0)} sampled out, {g.get('nonfinite', 0)} non-finite inputs; "
+            f"{g.get('dirs', 0)} random directions ({g.get('dir_kinks', 0)} at kinks)")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="tools/fuzz", description=(
         "Ember's differential fuzzer: random programs compared (reference interpreter after every pass, "
         "every backend) with a NumPy reference."), formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="examples:\n  tools/fuzz --count 200 --start 0 --backends cpu,vulkan --out /tmp/fuzz\n"
                "  tools/fuzz --seed 17 --backends cpu,opengl\n  tools/fuzz --show 17 > repro.py\n"
-               "  tools/fuzz --minimize 17 --backends cpu")
+               "  tools/fuzz --minimize 17 --backends cpu\n"
+               "  tools/fuzz --grad --count 200 --backends cpu --jobs 2   # gradient mode (any option)")
     ap.add_argument("--show", type=int, metavar="SEED", help="print the program of SEED as a self-contained script")
     ap.add_argument("--seed", type=int, help="run one seed and print its failures")
     ap.add_argument("--minimize", type=int, metavar="SEED", help="minimize the first failure of SEED and print it")
@@ -103,16 +131,19 @@ def main(argv=None):
     ap.add_argument("--budget", type=float, default=240.0, help="seconds per minimization (default 240)")
     ap.add_argument("--no-stages", action="store_true", help="skip the interpreter-after-every-pass check")
     ap.add_argument("--coverage", action="store_true", help="with --count: print feature coverage only")
+    ap.add_argument("--grad", action="store_true", help=(
+        "gradient mode: each program's L = sum(w * f32 outputs) and em.grad(L, [f32 arguments]), compared "
+        "with float64 central differences of the reference (tests/fuzz/grad.py); works with every other option"))
     a = ap.parse_args(argv)
     backends = [b for b in a.backends.split(",") if b]
 
     if a.show is not None:
-        print(script(gen.generate(a.show)))
+        print(_script(a.show, a.grad))
         return 0
     if a.coverage:
         cov = collections.Counter()
         for s in range(a.start, a.start + (a.count or 300)):
-            cov.update(gen.generate(s).features)
+            cov.update(gen.generate(s, grad=a.grad).features)
         for f in gen.FEATURES:
             print(f"{cov[f]:6d}  {f}")
         return 0
@@ -121,18 +152,26 @@ def main(argv=None):
         seed = a.seed if a.seed is not None else a.minimize
         w = run.Worker()
         try:
-            r = run.run_seed(w, {"seed": seed, "backends": backends, "stages": not a.no_stages}, a.timeout)
+            r = run.run_seed(w, {"seed": seed, "backends": backends, "stages": not a.no_stages, "grad": a.grad},
+                             a.timeout)
+            cm = "# " if a.minimize is not None else ""  # --minimize prints a script: these lines as comments
+            if a.grad:
+                print(f"{cm}seed {seed}: gradient elements {_grad_info(r.get('grad', {}))}")
             if not r["fails"]:
-                print(f"seed {seed}: ok ({', '.join(backends)})")
+                print(f"{cm}seed {seed}: ok ({', '.join(backends)})")
                 return 0
             for f in r["fails"]:
-                print(f"seed {seed}: " + _fmt_fail(f))
+                print(f"{cm}seed {seed}: " + _fmt_fail(f))
+            if a.minimize is None and a.grad:
+                print("\nthe gradient program (tools/fuzz --grad --show SEED prints it with its reference):\n")
+                print(_grad_source(seed, True))
             if a.minimize is not None:
                 f0 = r["fails"][0]
                 print(f"minimizing: {_fmt_fail(f0)[:200]}", file=sys.stderr)
-                prog, f, _ = minimize.minimize(seed, f0, backends, w, a.budget, a.timeout,
-                                               log=lambda m: print(m, file=sys.stderr))
-                print(script(prog, f"Minimized failure: {f['cls']} on {f['where']}: {f.get('msg', '')[:300]}"))
+                prog, f, best = minimize.minimize(seed, f0, backends, w, a.budget, a.timeout,
+                                                  log=lambda m: print(m, file=sys.stderr), grad=a.grad)
+                print(_script(seed, a.grad, best["choices"], best["drop"],
+                              f"Minimized failure: {f['cls']} on {f['where']}: {f.get('msg', '')[:300]}"))
             return 1
         finally:
             w.stop()
@@ -145,12 +184,21 @@ def main(argv=None):
         out = open(os.path.join(a.out, "failures.jsonl"), "a")
     t0 = time.time()
     counts = collections.Counter()
+    gstats = collections.Counter()
     seen = set()
     done = [0]
+    failing = [0]
     mini_worker = run.Worker() if a.minimize_failures else None
 
     def on_result(r):
         done[0] += 1
+        gi = r.get("grad")
+        if gi is not None:
+            if "skipped" in gi:
+                gstats["programs without gradient"] += 1
+            else:
+                gstats["programs"] += 1
+                gstats.update({k: v for k, v in gi.items() if isinstance(v, int)})
         places = set(backends) | ({"interp"} if not a.no_stages else set())
         failed = set()
         for f in r["fails"]:
@@ -161,15 +209,26 @@ def main(argv=None):
             rec = {"seed": r["seed"], **f, "signature": list(sig)}
             if sig not in seen:
                 seen.add(sig)
-                print(f"  seed {r['seed']}: NEW " + _fmt_fail(f), flush=True)
+                if not a.grad:
+                    print(f"  seed {r['seed']}: NEW " + _fmt_fail(f), flush=True)
             if out:
+                if a.grad:
+                    rec["grad_program"] = _grad_source(r["seed"], True)
                 out.write(json.dumps(rec) + "\n")
                 out.flush()
+        if a.grad and r["fails"]:  # every failing seed: gradient mismatches share a signature per place
+            failing[0] += 1
+            more = f" (and {len(r['fails']) - 1} more places)" if len(r["fails"]) > 1 else ""
+            print(f"  seed {r['seed']}: FAIL " + _fmt_fail(r["fails"][0]) + more, flush=True)
+            if any(f["cls"] == "mismatch" for f in r["fails"]):
+                print("    " + _grad_source(r["seed"], True).rstrip().replace("\n", "\n    "), flush=True)
         for p in places - failed:
             counts[(p, "ok")] += 1
         if done[0] % 10 == 0 or done[0] == a.count:
-            print(f"[{done[0]}/{a.count}] {time.time() - t0:.0f} s, {len(seen)} distinct failures", flush=True)
-    res = run.run_many(range(a.start, a.start + a.count), backends, a.jobs, a.timeout, not a.no_stages, on_result)
+            print(f"[{done[0]}/{a.count}] {time.time() - t0:.0f} s, {len(seen)} distinct failures"
+                  + (f", {failing[0]} failing programs" if a.grad else ""), flush=True)
+    res = run.run_many(range(a.start, a.start + a.count), backends, a.jobs, a.timeout, not a.no_stages, on_result,
+                       grad=a.grad)
     if a.minimize_failures:
         firsts = {}
         for s in sorted(res):
@@ -177,12 +236,13 @@ def main(argv=None):
                 firsts.setdefault(run.signature(f), (s, f))
         for sig, (s, f) in firsts.items():
             print(f"minimizing seed {s}: {_fmt_fail(f)[:160]}", flush=True)
-            prog, mf, _ = minimize.minimize(s, f, backends, mini_worker, a.budget, a.timeout)
-            rec = {"seed": s, "minimized": True, **mf, "signature": list(sig), "program": script(prog)}
+            prog, mf, best = minimize.minimize(s, f, backends, mini_worker, a.budget, a.timeout, grad=a.grad)
+            rec = {"seed": s, "minimized": True, **mf, "signature": list(sig),
+                   "program": _script(s, a.grad, best["choices"], best["drop"])}
             if out:
                 out.write(json.dumps(rec) + "\n")
                 out.flush()
-            print(prog.em_src)
+            print(_grad_source(s, True, best["choices"], best["drop"]) if a.grad else prog.em_src)
         mini_worker.stop()
     classes = ["ok", "mismatch", "internal", "user-error", "crash", "timeout"]
     places = (["interp"] if not a.no_stages else []) + backends
@@ -192,6 +252,9 @@ def main(argv=None):
         print(f"{p:14}" + "".join(f"{counts[(p, c)]:>11}" for c in classes))
     if "generator" in {k[0] for k in counts}:
         print(f"fuzzer errors: {counts[('generator', 'internal')]}")
+    if a.grad:
+        print(f"gradient mode: {gstats['programs']} programs differentiated, {gstats['programs without gradient']} "
+              f"without a f32 argument or output, {failing[0]} failing; elements {_grad_info(gstats)}")
     print(f"{len(seen)} distinct failure signatures" + (f"; log: {os.path.join(a.out, 'failures.jsonl')}" if out else ""))
     return 1 if seen else 0
 

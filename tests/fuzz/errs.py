@@ -8,11 +8,25 @@ absolute, pow 10 ulp, tan/asin/acos/atan/atan2 3 ulp, division 3 ulp). Bounds ar
 the exact image of the perturbed inputs for math functions. A check that finds a discontinuous op
 (floor, comparison, cast to int, argmax...) too close to its discontinuity for the bound raises
 Reject, and the generator makes another program part.
+
+Gradient mode (GRAD = True, set by the generator while it checks a grad-mode program): ops whose
+*derivative* jumps (min/max, max/min reductions, abs, clamp) are discontinuous ops too: an input
+closer to the kink than the forward error bound could take the other side in f32, and the f32
+gradient would then be the other one-sided derivative (kinks within the central-difference step
+are the gradient checker's business: tests/fuzz/grad.py). And a math function's derivative must be
+well-conditioned in f32 (dcheck): its relative error, from the error of what it is evaluated at,
+within a quarter of the gradient tolerance GRAD_RTOL (else tanh near saturation, where 1 - tanh^2
+is computed from tanh's f32 result, or cos as sin's derivative near its zero, would be compared
+with their float64 values at a precision f32 cannot give).
 """
 import numpy as np
 
 U = 2.0 ** -23  # one ulp, relative (an upper bound)
 CLASSES = ("cpu", "gpu")
+
+
+GRAD = False  # gradient mode: derivative kinks within the error reject too (see the docstring)
+GRAD_RTOL = (1e-4, 1e-3)  # the gradient tolerance relative to its scale, cpu / GPU (tests/fuzz/grad.py)
 
 
 class Reject(Exception):
@@ -111,7 +125,37 @@ def same(o, e):
 
 def minmax(o, a, ea, b, eb):
     sh = np.shape(o)
+    if GRAD:
+        _kink(np.broadcast_to(np.asarray(a, float) - np.asarray(b, float), sh), (bc(ea, sh) + bc(eb, sh)).max(axis=0))
     return np.maximum(bc(ea, sh), bc(eb, sh))
+
+
+def _kink(d, e):
+    """Gradient mode: d (the distance of a derivative's kink) must be 0 (an exact tie: both sides
+    computed alike, so tied in f32 too; the derivative splits evenly as central differences do) or
+    more than twice its error e."""
+    d = np.abs(np.asarray(d, float))
+    if np.any((e > 0) & (d > 0) & (d <= 2 * e)):
+        raise Reject("derivative kink within the error")
+
+
+def absk(o, x, ex):
+    """|x| (the error of x; in gradient mode x must stay away from 0 by twice its error)."""
+    sh = np.shape(o)
+    if GRAD:
+        _kink(np.broadcast_to(np.asarray(x, float), sh), bc(ex, sh).max(axis=0))
+    return bc(ex, sh).copy()
+
+
+def clampk(o, x, ex, lo, hi):
+    """clamp(x, lo, hi) (the error of x; in gradient mode x must stay away from lo and hi)."""
+    sh = np.shape(o)
+    if GRAD:
+        x = np.broadcast_to(np.asarray(x, float), sh)
+        e = bc(ex, sh).max(axis=0)
+        _kink(x - lo, e)
+        _kink(x - hi, e)
+    return bc(ex, sh).copy()
 
 
 def where(o, c, a, ea, b, eb):
@@ -129,7 +173,51 @@ def math1(name, f, o, x, ex):
     if not np.all(np.isfinite(d)):
         raise Reject("math near its domain edge")
     kcpu, kgpu, agpu = MATH[name]
-    return d * 1.01 + rnd(o, kcpu, kgpu, agpu)
+    e = d * 1.01 + rnd(o, kcpu, kgpu, agpu)
+    if GRAD:
+        dcheck(lambda t: f(t[0]), o, [x], [ex], e if f is np.tanh else None)
+    return e
+
+
+def dcheck(f, o, xs, exs, eo=None):
+    """Gradient mode: the partial derivatives of f (of the arguments xs, errors exs) evaluated in f32
+    at the perturbed arguments must be within GRAD_RTOL / 4 of their values (relative): the change
+    of a partial over each argument's error (its own plus one ulp of max(1, |x|) for the rounding
+    inside the derivative's formula), by second differences. eo (tanh): the derivative is computed
+    from the result o as 1 - o^2, whose error 2 |o| eo is what counts."""
+    sh = np.shape(o)
+    xs = [np.broadcast_to(np.asarray(x, float), sh) for x in xs]
+    hs = [1e-4 * np.maximum(1.0, np.abs(x)) for x in xs]
+    n = len(xs)
+
+    def at(*steps):
+        return np.asarray(f([x + k * h for x, h, k in zip(xs, hs, steps)]), float)
+    with np.errstate(all="ignore"):
+        f0 = at(*[0] * n)
+        for k in range(n):
+            ek = [1 if i == k else 0 for i in range(n)]
+            em = [-1 if i == k else 0 for i in range(n)]
+            fp, fm = at(*ek), at(*em)
+            d1 = np.abs(fp - fm) / (2 * hs[k])
+            for c in range(2):
+                rel = np.zeros(sh)
+                for m in range(n):
+                    ein = bc(exs[m], sh)[c] + U * np.maximum(1.0, np.abs(xs[m]))
+                    if m == k:
+                        d2 = np.abs(fp - 2 * f0 + fm) / hs[k] ** 2
+                    else:
+                        pp = [1 if i in (k, m) else 0 for i in range(n)]
+                        pm = [1 if i == k else (-1 if i == m else 0) for i in range(n)]
+                        mp = [-1 if i == k else (1 if i == m else 0) for i in range(n)]
+                        mm = [-1 if i in (k, m) else 0 for i in range(n)]
+                        d2 = np.abs(at(*pp) - at(*pm) - at(*mp) + at(*mm)) / (4 * hs[k] * hs[m])
+                    rel = rel + d2 * ein
+                rel = rel / d1
+                if eo is not None:
+                    oo = np.asarray(o, float)
+                    rel = rel + 2 * np.abs(oo) * bc(eo, sh)[c] / (1 - oo * oo)
+                if np.any((d1 > 0) & ~(rel <= GRAD_RTOL[c] / 4)):
+                    raise Reject("derivative ill-conditioned in f32")
 
 
 def math2(name, f, o, x, ex, y, ey):
@@ -145,6 +233,8 @@ def math2(name, f, o, x, ex, y, ey):
     if not np.all(np.isfinite(d)) or np.any(d > 0.05 * (1 + np.abs(o))):
         raise Reject("ill-conditioned")
     kcpu, kgpu, agpu = MATH[name]
+    if GRAD:
+        dcheck(lambda t: f(t[0], t[1]), o, [x, y], [ex, ey])
     if name == "pow":  # exp2(y * log2(x)) on the GPU: the error grows with |y log2 x|
         agpu_arr = 4 * U * np.abs(o) * np.abs(y * np.log2(np.maximum(x, 1e-30)))
         return d * 1.01 + rnd(o, kcpu, kgpu) + kc(0, 1, o.ndim) * agpu_arr
@@ -254,6 +344,13 @@ def rsum(o, x, ex, axes, keepdims, mean=False):
 def rmax(o, x, ex, axes, keepdims):
     x = np.asarray(x, float)
     ax = _ax(axes, x.ndim)
+    if GRAD:  # the extreme element must beat every other by twice their errors (or tie exactly)
+        xa = tuple(a - 1 for a in ax)  # the reduced axes of x
+        e = bc(ex, x.shape).max(axis=0)
+        okd = np.asarray(o, float) if keepdims else np.expand_dims(np.asarray(o, float), xa)
+        hit = x == okd
+        eo = np.max(np.where(hit, e, 0.0), axis=xa, keepdims=True)
+        _kink(np.where(hit, 0.0, x - okd), np.where(hit, 0.0, e + eo))
     return np.max(bc(ex, x.shape), axis=ax, keepdims=keepdims)
 
 
@@ -276,7 +373,10 @@ def rnorm(o, x, ex, axes, keepdims):
     ax = _ax(axes, x.ndim)
     n = _n(x, axes)
     s = np.sum(np.abs(x) * ex + ex * ex, axis=ax, keepdims=keepdims)
-    return s / np.maximum(o, 1e-30) * 1.1 + (n + 3) * U * np.abs(o) + np.sqrt(s) * 0
+    e = s / np.maximum(o, 1e-30) * 1.1 + (n + 3) * U * np.abs(o) + np.sqrt(s) * 0
+    if GRAD and np.any(np.abs(o) <= 2 * e.max(axis=0) + 1e-30):
+        raise Reject("norm at 0: its derivative x / |x| is 0 / 0 (NaN in Ember, as in JAX)")
+    return e
 
 
 def argext(o, x, ex, axis, keepdims, largest):

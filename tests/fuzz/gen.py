@@ -59,8 +59,24 @@ ALL_FEATURES = [
     "var", "where",
 ]
 
+# Gradient mode (generate(..., grad=True), tests/fuzz/grad.py): Ember bugs the gradient fuzzer found,
+# kept away from as KNOWN_BUGS does (tests/fuzz/FINDINGS.md names each).
+GRAD_KNOWN_BUGS = {
+    "atomic_minmax_f32": True,          # G1: em.grad through f32 em.atomic_min/max: silently zero, now a
+                                        #     CompileError (unsupported): keep this True while it is
+    "scatter_duplicate_targets": False,  # G2 (fixed in d9d3a18): a scatter whose indices repeat a target (the
+                                         #     row loop's issue form y[t, i] = v, i of shape [M, K]) gave every
+                                         #     write the target's cotangent (K times the gradient)
+    "if_value_without_gradient": False,  # G3 (fixed in d9d3a18): v.val = y under em.if_ with y independent of
+                                         #     every x kept the gradient of v's old value where the branch ran
+}
+
 FEATURES = []
 GEN_ERRORS = [0]
+
+# |x| + 0.5 (the positive operand of log, sqrt, division...): its error, with abs's kink checked in
+# gradient mode (errs.absk)
+ABS_HALF_ERR = "E.add({o}, {0}, E.absk(np.abs({0}), {0}, {e0}), 0.5, 0.0)"
 
 
 def feature(*names):
@@ -123,7 +139,7 @@ class Program:
     """A generated program: sources, inputs, reference results and error bounds."""
 
     def __init__(self, seed, em_src, np_src, args, outs, ref_outs, ref_errs, ref_args, features, choices,
-                 gpu_ok=True):
+                 gpu_ok=True, out_specs=(), grad=False):
         self.seed = seed
         self.em_src = em_src          # the module text defining `f` (the @em.compile function)
         self.np_src = np_src          # the module text defining `ref`
@@ -135,6 +151,8 @@ class Program:
         self.features = features
         self.choices = choices
         self.gpu_ok = gpu_ok
+        self.out_specs = list(out_specs)  # [(Ember text, shape with symbolic names)] of the outputs
+        self.grad = grad              # made for the gradient mode (generate(grad=True))
 
     def inputs(self):
         """Fresh copies of the input data (programs may write their arguments)."""
@@ -187,8 +205,9 @@ def _cs(shape):
 class Gen:
     MAX_ELEMS = 1600
 
-    def __init__(self, seed, choices=None, drop_outputs=()):
+    def __init__(self, seed, choices=None, drop_outputs=(), grad=False):
         self.seed = seed
+        self.grad = grad      # gradient mode: only the differentiable subset (see generate)
         self.c = Chooser(seed, choices)
         self.drop_outputs = set(drop_outputs)
         self.lines = []       # (em indent, em, np indent, np, err)
@@ -553,7 +572,7 @@ class Gen:
             return self.op(f"{{0}} {sym} {{1}}", f"{{0}} {sym} {{1}}", ef + "({o}, {0}, {e0}, {1}, {e1})", "f32", sh, a, b)
         if name in ("div", "floordiv", "mod"):
             if name != "div" or c.coin(0.6):
-                b = self.op("em.abs({0}) + 0.5", "np.abs({0}) + 0.5", "E.add({o}, {0}, {e0}, 0.5, 0.0)", "f32", b.shape, b)
+                b = self.op("em.abs({0}) + 0.5", "np.abs({0}) + 0.5", ABS_HALF_ERR, "f32", b.shape, b)
             if name == "div":
                 return self.op("{0} / {1}", "{0} / {1}", "E.div({o}, {0}, {e0}, {1}, {e1})", "f32", sh, a, b)
             if name == "floordiv":
@@ -561,8 +580,9 @@ class Gen:
                                "f32", sh, a, b)
             return self.op("{0} % {1}", "np.mod({0}, {1})", "E.fmod({o}, {0}, {e0}, {1}, {e1})", "f32", sh, a, b)
         if name == "pow":
-            a = self.op("em.abs({0}) + 0.5", "np.abs({0}) + 0.5", "E.add({o}, {0}, {e0}, 0.5, 0.0)", "f32", a.shape, a)
-            b = self.op("em.clamp({0}, -3.0, 3.0)", "np.clip({0}, -3.0, 3.0)", "E.same({o}, {e0})", "f32", b.shape, b)
+            a = self.op("em.abs({0}) + 0.5", "np.abs({0}) + 0.5", ABS_HALF_ERR, "f32", a.shape, a)
+            b = self.op("em.clamp({0}, -3.0, 3.0)", "np.clip({0}, -3.0, 3.0)", "E.clampk({o}, {0}, {e0}, -3.0, 3.0)",
+                        "f32", b.shape, b)
             self.feat("clamp")
             t = "{0} ** {1}" if c.coin(0.5) else "em.pow({0}, {1})"
             return self.op(t, "np.power({0}, {1})", "E.math2('pow', np.power, {o}, {0}, {e0}, {1}, {e1})", "f32", sh, a, b)
@@ -600,15 +620,16 @@ class Gen:
         f, pre = self.UN[name]
         self.feat(name)
         if pre == "pos":
-            x = self.op("em.abs({0}) + 0.5", "np.abs({0}) + 0.5", "E.add({o}, {0}, {e0}, 0.5, 0.0)", "f32", x.shape, x)
+            x = self.op("em.abs({0}) + 0.5", "np.abs({0}) + 0.5", ABS_HALF_ERR, "f32", x.shape, x)
         elif pre:
             lim = {"clamp8": "8.0", "clamp20": "20.0", "clamp1": "1.1875", "unit": "0.875", "clamp5": "5.0"}[pre]
-            x = self.op(f"em.clamp({{0}}, -{lim}, {lim})", f"np.clip({{0}}, -{lim}, {lim})", "E.same({o}, {e0})",
+            x = self.op(f"em.clamp({{0}}, -{lim}, {lim})", f"np.clip({{0}}, -{lim}, {lim})",
+                        f"E.clampk({{o}}, {{0}}, {{e0}}, -{lim}, {lim})",
                         "f32", x.shape, x)
             self.feat("clamp")
         if name == "abs":
             t = "abs({0})" if c.coin(0.3) else "em.abs({0})"
-            return self.op(t, "np.abs({0})", "E.same({o}, {e0})", "f32", x.shape, x)
+            return self.op(t, "np.abs({0})", "E.absk({o}, {0}, {e0})", "f32", x.shape, x)
         if name == "neg":
             return self.op("-{0}", "-{0}", "E.same({o}, {e0})", "f32", x.shape, x)
         if name == "rsqrt":
@@ -624,7 +645,8 @@ class Gen:
         x = self.expr("f32", shape, depth - 1)
         if name == "clamp":
             lo, hi = c.choice([("-1.0", "1.0"), ("0.0", "2.0"), ("-0.5", "0.25")])
-            return self.op(f"em.clamp({{0}}, {lo}, {hi})", f"np.clip({{0}}, {lo}, {hi})", "E.same({o}, {e0})", "f32",
+            return self.op(f"em.clamp({{0}}, {lo}, {hi})", f"np.clip({{0}}, {lo}, {hi})",
+                           f"E.clampk({{o}}, {{0}}, {{e0}}, {lo}, {hi})", "f32",
                            x.shape, x)
         if name == "step":
             edge = self.lit("f32")
@@ -649,7 +671,7 @@ class Gen:
         kinds = [(8, "bin"), (3, "un"), (4, "cast"), (1, "where")]
         if tensor:
             kinds += [(1, "reduce"), (1, "argext"), (1, "scan"), (1, "gather"), (1, "shape")]
-        if dt == "u32":
+        if dt == "u32" and not self.grad:  # bits of a float: piecewise linear in it, but no gradient
             kinds.append((1, "bitcast"))
         k = c.weighted(kinds)
         if k == "bin":
@@ -1276,6 +1298,8 @@ class Gen:
         m = c.choice([1, 3, 4, 16])
         opts = {"f32": ["add", "min", "max", "exchange"], "i32": ["add", "min", "max", "and", "or", "xor", "exchange"],
                 "u32": ["add", "min", "max", "and", "or", "xor"]}[dt]
+        if self.grad and dt == "f32" and GRAD_KNOWN_BUGS["atomic_minmax_f32"]:
+            opts = ["add", "exchange"]
         name = c.choice(opts)
         self.feat("atomic", f"atomic_{name}", f"atomic_{dt}")
         B = self.new_arg("i32", (n,), lo=-2, hi=m + 1, kind="idx")
@@ -1289,6 +1313,8 @@ class Gen:
             self.line(f"{hn} = em.zeros(({m},), em.{dt})", f"{hn} = np.zeros(({m},), {_npdt(dt)})",
                       f"e{hn} = np.zeros((2, {m})); a{hn} = np.zeros(({m},))")
         exact = dt != "f32" or name != "add" or c.coin(0.5)
+        if self.grad and dt == "f32" and name in ("min", "max"):
+            exact = False  # distinct values: no ties between threads (their gradient would split)
         X = self.new_arg(dt, (n,), kind="grid" if dt == "f32" and exact else ("bits" if dt == "u32" and name in
                                                                               ("and", "or", "xor") else "data"))
         with self.block(f"with em.kernel({n}) as i:" if c.coin(0.5) else f"with em.kernel(({n},)) as (i,):",
@@ -1375,6 +1401,8 @@ class Gen:
         cond = self.full(self.expr("bool", S, 2), S)
         a = self.full(self.expr("f32", S, 2), S)  # a var set under a tensor if takes the if's shape
         b = self.full(self.expr("f32", S, 2), S)
+        if self.grad and GRAD_KNOWN_BUGS["if_value_without_gradient"]:  # both branch values depend on an x
+            a, b = self.with_grad(a, S), self.with_grad(b, S)
         cs = _cs(self.cshape(S))
         vn = self.name("tv")
         self.feat("tensor_if", "var")
@@ -1388,6 +1416,12 @@ class Gen:
                 self.line(f"{vn}.val = {b.em}", f"{vn} = np.where({cond.np}, {vn}, {b.np})",
                           f"e{vn} = np.where({cond.np}, e{vn}, E.bc({b.e}, {cs}))")
         self.output(self.op("{0} * 1.0", "{0} * 1.0", "E.same({o}, {e0})", "f32", S, V(f"{vn}.val", vn, "e" + vn, "f32", S)))
+
+    def with_grad(self, v, S):
+        """v + p * 0.125 with p a new f32 argument: a value that depends on a differentiated argument."""
+        p = self.new_arg("f32", self.bshape(S))
+        return self.op("{0} + {1} * 0.125", "{0} + {1} * 0.125",
+                       "E.add({o}, {0}, {e0}, {1} * 0.125, E.mul({1} * 0.125, {1}, {e1}, 0.125, 0.0))", "f32", S, v, p)
 
     def b_rowloop(self):
         """The issue's row loop: y[t, i] = sum_k w[i, k] x[t, k], and RNN-like scans over time."""
@@ -1445,6 +1479,8 @@ class Gen:
                     s = self.op("em.tanh({0})", "np.tanh({0})", "E.math1('tanh', np.tanh, {o}, {0}, {e0})", "f32", (M,), b2)
                     self.line(f"{h2}.val = {s.em}", f"{h2} = {s.np}", f"e{h2} = E.bc({s.e}, ({M},))")
             style = c.choice(["slice", "row", "indices", "issue"]) if form == "rowsum" else c.choice(["slice", "row"])
+            if style == "issue" and self.grad and GRAD_KNOWN_BUGS["scatter_duplicate_targets"]:
+                style = "slice"
             if style == "issue":  # y[t, i] = em.sum(w[i, k] * x[t, k], axis=1) with i of shape [M, K]
                 self.feat("row_loop_issue_form")
                 self.line(f"{y}[t{y}, {nm}_i] = {s.em}", f"{y}[t{y}, :] = {s.np}", f"e{y}[:, t{y}, :] = E.bc({s.e}, ({M},))")
@@ -1624,7 +1660,7 @@ class Gen:
               (3, "hostloop"), (2, "tensor_if"), (3, "rowloop"), (4, "kernel"), (2, "group"), (1, "nan")]
 
     def random_block(self):
-        kind = self.c.weighted(self.BLOCKS)
+        kind = self.c.weighted(self.BLOCKS if not self.grad else [b for b in self.BLOCKS if b[1] != "group"])
         if kind == "rowloop" and KNOWN_BUGS["row_loop"]:
             kind = "expr"
         getattr(self, "b_" + kind)()
@@ -1679,8 +1715,12 @@ class Gen:
         ns = {"E": E}
         exec(compile(src, f"<fuzz-ref {self.seed}>", "exec"), ns)
         data = [a[3].copy() if isinstance(a[3], np.ndarray) else a[3] for a in self.args]
-        with np.errstate(all="ignore"):
-            outs, errs_, args_after, arg_errs = ns["ref"](*data)
+        E.GRAD = self.grad
+        try:
+            with np.errstate(all="ignore"):
+                outs, errs_, args_after, arg_errs = ns["ref"](*data)
+        finally:
+            E.GRAD = False
         res = []
         for o, e, v in zip(outs, errs_, [o for k, o in enumerate(self.outs) if k not in self.drop_outputs]):
             o = np.asarray(o)
@@ -1709,6 +1749,13 @@ class Gen:
     nan_ok = False
 
 
+def _differentiable(g, result):
+    """Gradient mode: the program has a f32 argument and a finite f32 output (something to check)."""
+    outs = [o for k, o in enumerate(g.outs) if k not in g.drop_outputs]
+    return any(a[1] == "f32" for a in g.args) and any(
+        o.dt == "f32" and np.all(np.isfinite(r[0])) for o, r in zip(outs, result[0]))
+
+
 def _is_lit(v):
     return v.e == "0.0" and (v.em[0] in "(-0123456789" or v.em in ("True", "False"))
 
@@ -1717,12 +1764,18 @@ def _npdt(dt):
     return {"f32": "np.float64", "i32": "np.int64", "u32": "np.int64", "bool": "bool"}[dt]
 
 
-def generate(seed, choices=None, drop_outputs=(), max_blocks=4):
-    """The program of `seed` (or of a recorded/shrunk choice list)."""
-    g = Gen(seed, choices, drop_outputs)
+def generate(seed, choices=None, drop_outputs=(), max_blocks=4, grad=False):
+    """The program of `seed` (or of a recorded/shrunk choice list). grad=True: the program of the
+    gradient mode (tests/fuzz/grad.py): no workgroup kernels (em.grad rejects them), no bitcast
+    of a float to bits, no f32 atomic min/max while GRAD_KNOWN_BUGS says so, and derivative
+    kinks (min/max, max reductions, abs, clamp) kept away from the error bound like jumps (errs.GRAD);
+    the same seed is another program than without grad."""
+    g = Gen(seed, choices, drop_outputs, grad)
     nblocks = g.c.int(1, max_blocks)
     result = None
-    for _ in range(nblocks):
+    for b in range(nblocks + 4):
+        if b >= nblocks and (not grad or result is not None and _differentiable(g, result)):
+            break  # gradient mode: up to 4 more parts until a f32 argument reaches a finite f32 output
         for attempt in range(6):
             snap = g.snapshot()
             try:
@@ -1739,7 +1792,7 @@ def generate(seed, choices=None, drop_outputs=(), max_blocks=4):
                 GEN_ERRORS[0] += 1
                 g.restore(snap)
     if not g.outs or result is None:
-        g = Gen(seed, [], drop_outputs)
+        g = Gen(seed, [], drop_outputs, grad)
         g.c.int(1, 1)
         a = g.new_arg("f32", (3,))
         g.output(g.op("{0} + 1.0", "{0} + 1.0", "E.add({o}, {0}, {e0}, 1.0, 0.0)", "f32", (3,), a))
@@ -1749,4 +1802,6 @@ def generate(seed, choices=None, drop_outputs=(), max_blocks=4):
     return Program(seed, em_src, np_src, [(a[0], a[1], a[2], a[3]) for a in g.args],
                    [o.dt for k, o in enumerate(g.outs) if k not in g.drop_outputs],
                    [r[0] for r in res], [r[1] for r in res], targs, sorted(g.features), list(g.c.rec),
-                   gpu_ok=g.gpu_ok)
+                   gpu_ok=g.gpu_ok,
+                   out_specs=[(o.em, o.shape) for k, o in enumerate(g.outs) if k not in g.drop_outputs],
+                   grad=grad)

@@ -8,8 +8,9 @@ import time
 from . import gen, run
 
 
-def minimize(seed, fail, backends, worker=None, budget_s=240.0, timeout=60.0, log=None):
-    """(program, failure) of the smallest program found that fails like `fail`."""
+def minimize(seed, fail, backends, worker=None, budget_s=240.0, timeout=60.0, log=None, grad=False):
+    """(program, failure, best) of the smallest program found that fails like `fail` (grad: a
+    program of the gradient mode, kept failing the same way: a gradient mismatch stays one)."""
     want = run.signature(fail)
     where = fail["where"]
     bks = [where] if where in backends else []
@@ -17,7 +18,7 @@ def minimize(seed, fail, backends, worker=None, budget_s=240.0, timeout=60.0, lo
     own = worker is None
     worker = worker or run.Worker()
     t0 = time.time()
-    prog = gen.generate(seed)
+    prog = gen.generate(seed, grad=grad)
     best = {"choices": list(prog.choices), "drop": []}
     best_fail = fail
     tried = set()
@@ -28,7 +29,7 @@ def minimize(seed, fail, backends, worker=None, budget_s=240.0, timeout=60.0, lo
             return None
         tried.add(key)
         r = run.run_seed(worker, {"seed": seed, "backends": bks, "stages": stages, "choices": cand["choices"],
-                                  "drop": cand["drop"]}, timeout)
+                                  "drop": cand["drop"], "grad": grad}, timeout)
         for f in r["fails"]:
             if run.signature(f) == want:
                 return f
@@ -49,7 +50,7 @@ def minimize(seed, fail, backends, worker=None, budget_s=240.0, timeout=60.0, lo
         while changed and time.time() - t0 < budget_s:
             changed = False
             # drop outputs one at a time
-            nout = len(gen.generate(seed, best["choices"], best["drop"]).outs) + len(best["drop"])
+            nout = len(gen.generate(seed, best["choices"], best["drop"], grad=grad).outs) + len(best["drop"])
             for k in range(nout):
                 if k not in best["drop"] and attempt({"choices": best["choices"], "drop": best["drop"] + [k]}):
                     changed = True
@@ -74,4 +75,4 @@ def minimize(seed, fail, backends, worker=None, budget_s=240.0, timeout=60.0, lo
     finally:
         if own:
             worker.stop()
-    return gen.generate(seed, best["choices"], best["drop"]), best_fail, best
+    return gen.generate(seed, best["choices"], best["drop"], grad=grad), best_fail, best

@@ -19,7 +19,7 @@ import traceback
 
 import numpy as np
 
-from . import gen
+from . import gen, grad as G
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 GPU = ("vulkan", "vulkan-hlsl", "opengl")
@@ -88,8 +88,11 @@ def classify_exc(em, e):
     return "internal", msg + "\n" + "".join(traceback.format_exception(e)[-4:])
 
 
-def run_program(prog, backends, stages=True, progress=None):
-    """Runs one generated program; returns a list of failures (dicts), empty when all is well."""
+def run_program(prog, backends, stages=True, progress=None, info=None):
+    """Runs one generated program; returns a list of failures (dicts), empty when all is well.
+    A program of the gradient mode (prog.grad) runs its gradient program instead (run_grad)."""
+    if prog.grad:
+        return run_grad(prog, backends, stages, progress, info)
     import ember as em
     os.environ.setdefault("EMBER_VERIFY", "1")
     fails = []
@@ -132,8 +135,66 @@ def run_program(prog, backends, stages=True, progress=None):
     return fails
 
 
+def run_grad(prog, backends, stages=True, progress=None, info=None):
+    """The gradient mode (tests/fuzz/grad.py): the program's gradient program through the
+    interpreter after every pass and on every backend, L and each gradient compared with the
+    reference's central differences. info (a dict) receives the statistics of the differences."""
+    import ember as em
+    os.environ.setdefault("EMBER_VERIFY", "1")
+    gp = G.GradProgram(prog)
+    if info is not None:
+        info["grad"] = {"skipped": gp.why_not} if not gp.ok else {}
+    if not gp.ok:
+        return []
+    progress and progress("reference")
+    try:
+        gp.reference()
+    except Exception as e:
+        return [{"where": "generator", "cls": "internal", "msg": "fuzzer error (central differences): " +
+                 "".join(traceback.format_exception(e))}]
+    if info is not None:
+        info["grad"] = dict(gp.stats)
+    n = 1 + len(gp.wrt)
+    fails = []
+    if stages:
+        for cfg, lg, tt in STAGE_CONFIGS:
+            where = f"interp:{cfg}"
+            progress and progress(where)
+            try:
+                st = load(gp)._interpret_stages(*gp.inputs(), lower_groups=lg, tile_threads=tt)
+            except Exception as e:
+                c, msg = classify_exc(em, e)
+                fails.append({"where": where, "cls": c, "msg": msg})
+                continue
+            for name, arrays in st:
+                if name.startswith("error"):
+                    c = "internal" if "internal error" in str(arrays) else "user-error"
+                    fails.append({"where": f"{where}:{name[len('error:'):]}", "cls": c, "msg": str(arrays)})
+                    break
+                m = gp.compare(list(arrays)[:n], 0)
+                if m:
+                    fails.append({"where": f"{where}:{name}", "cls": "mismatch", **m})
+                    break
+    for b in backends:
+        if b in GPU and not prog.gpu_ok:
+            continue
+        progress and progress(b)
+        try:
+            em.init(b)
+            out = load(gp)(*gp.inputs())
+            got = [t.numpy() for t in (out if isinstance(out, tuple) else (out,))]
+        except Exception as e:
+            c, msg = classify_exc(em, e)
+            fails.append({"where": b, "cls": c, "msg": msg})
+            continue
+        m = gp.compare(got, 0 if b == "cpu" else 1)
+        if m:
+            fails.append({"where": b, "cls": "mismatch", **m})
+    return fails
+
+
 def job_program(job):
-    return gen.generate(job["seed"], job.get("choices"), job.get("drop", ()))
+    return gen.generate(job["seed"], job.get("choices"), job.get("drop", ()), grad=job.get("grad", False))
 
 
 # ---- the worker process --------------------------------------------------------------------
@@ -150,8 +211,9 @@ def worker_main():
         try:
             progress("generate")
             prog = job_program(job)
-            fails = run_program(prog, job["backends"], job.get("stages", True), progress)
-            res = {"seed": job["seed"], "fails": fails, "features": prog.features}
+            info = {}
+            fails = run_program(prog, job["backends"], job.get("stages", True), progress, info)
+            res = {"seed": job["seed"], "fails": fails, "features": prog.features, **info}
         except Exception as e:
             res = {"seed": job["seed"], "fails": [{"where": "generator", "cls": "internal",
                                                    "msg": "fuzzer error: " + "".join(traceback.format_exception(e))}]}
@@ -248,6 +310,7 @@ def run_seed(worker, job, timeout=60.0):
     res = worker.run(job, timeout)
     fails = list(res.get("fails", []))
     features = res.get("features", [])
+    extra = {k: v for k, v in res.items() if k == "grad"}
     while fails and fails[-1]["cls"] in ("crash", "timeout"):
         where = fails[-1]["where"]
         if where in backends:
@@ -262,10 +325,12 @@ def run_seed(worker, job, timeout=60.0):
         res = worker.run(dict(job, backends=rest, stages=False), timeout)
         fails += res.get("fails", [])
         features = features or res.get("features", [])
-    return {"seed": job["seed"], "fails": fails, "features": features}
+        if "grad" in res:
+            extra.setdefault("grad", res["grad"])
+    return {"seed": job["seed"], "fails": fails, "features": features, **extra}
 
 
-def run_many(seeds, backends, jobs=1, timeout=60.0, stages=True, on_result=None):
+def run_many(seeds, backends, jobs=1, timeout=60.0, stages=True, on_result=None, grad=False):
     """Runs the seeds on `jobs` worker processes; returns {seed: result}."""
     import queue
     import threading
@@ -283,7 +348,7 @@ def run_many(seeds, backends, jobs=1, timeout=60.0, stages=True, on_result=None)
                     s = q.get_nowait()
                 except queue.Empty:
                     return
-                r = run_seed(w, {"seed": s, "backends": list(backends), "stages": stages}, timeout)
+                r = run_seed(w, {"seed": s, "backends": list(backends), "stages": stages, "grad": grad}, timeout)
                 with lock:
                     results[s] = r
                     if on_result:
@@ -308,4 +373,6 @@ def signature(f):
     m = re.search(r"at (/\S+?:\d+)|(\S+\.cpp):\d+|error: (‘[^’]*’|'[^']*') was not declared", f.get("msg", ""))
     if f["cls"] in ("internal", "user-error") and m:
         site = re.sub(r":\d+$", "", m.group(1) or m.group(2) or m.group(3) or "")
+    if f["cls"] == "mismatch" and f.get("site"):
+        site = f["site"]  # gradient mode: "L" (the forward part) or "grad"
     return (f["cls"], where.split(":")[0] if f["cls"] == "mismatch" else where, site)
