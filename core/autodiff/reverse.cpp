@@ -215,7 +215,13 @@ void Reverse::reverse_node(Node* n) {
     if (mask)
       for (Node*& c : cs)
         if (c) c = taken ? tr.select(mask, c, zero()) : tr.select(mask, zero(), c);
-    for (int i = 0; i < n->num_operands() && i < static_cast<int>(cs.size()); ++i) contribute(n->operand(i), cs[i]);
+    for (int i = 0; i < n->num_operands() && i < static_cast<int>(cs.size()); ++i) {
+      Node* c = cs[static_cast<size_t>(i)];
+      // A scalar operand of a tensor node gets the sum over the node's elements; a contribution
+      // that folded to a scalar (a uniform adjoint) counts once per element.
+      if (c && c->shape.empty() && n->operand(i)->shape.empty() && !n->shape.empty()) c = spread(c, n->shape);
+      contribute(n->operand(i), c);
+    }
     return;
   }
   switch (n->op) {

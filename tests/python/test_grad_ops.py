@@ -884,3 +884,14 @@ def test_grad_with_respect_to_a_python_number_or_numpy_array_is_a_type_error():
     x = np.ones(3, np.float32)
     _raises_at(f, (x,), where, "f", "float")
     _raises_at(g, (x,), where, "g", ("ndarray", "numpy"))
+
+
+def test_full_reduction_of_a_broadcast_scalar(backend):
+    """Gradient fuzzer G9: em.mean / em.sum over all of em.broadcast_to(s, shape) gave the
+    gradient of one element (the uniform adjoint reached the scalar once, not once per element)."""
+    @em.compile
+    def f(a: em.f32, w: em.f32, s: em.f32):
+        return (em.grad(em.mean(em.broadcast_to(a, (2,))), a),
+                em.grad(em.sum(w * em.sum(em.broadcast_to(s, (3,)))), s))
+    g1, g2 = run(f, np.float32(1), np.float32(2), np.float32(3))
+    assert float(g1) == 1.0 and float(g2) == 6.0
