@@ -36,8 +36,7 @@ void Reverse::scatter_adjoint(Node* n, Node* g) {
   // Broadcasts, transposes and size-1 axes: a sum over the unused axes and a permutation.
   const Shape& S = src->shape;
   std::vector<int> used(S.size(), -1);
-  bool simple = !b.scope() || !device_scope(b.scope()) ? true : false;
-  simple = simple && r == route.end() && idx.size() == S.size();
+  bool simple = !device_emission_scope() && r == route.end() && idx.size() == S.size() && n->rank() <= 32;
   uint32_t taken = 0;
   for (size_t k = 0; simple && k < idx.size(); ++k) {
     Node* i = idx[k];
@@ -51,7 +50,7 @@ void Reverse::scatter_adjoint(Node* n, Node* g) {
       simple = false;
     }
   }
-  if (simple && n->shape.size() <= 32) {
+  if (simple) {
     // Deferred (flush()): several broadcast reads of one value (X[:, None] and X[None, :])
     // become one reduction of the sum of their adjoints.
     pending[src].push_back(Term{spread(g, n->shape), used, n->shape});

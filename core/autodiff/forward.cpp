@@ -35,9 +35,7 @@ struct Forward {
     if (n->next) b.set_insert_before(n->next); else b.set_insert_end(n->parent);
     b.loc = n->loc;
   }
-  Node* spread(Node* v, const Shape& s) {
-    return v->shape.empty() && !s.empty() ? b.raw(Op::select, v->dtype, s, {b.boolean(true), v, v}) : v;
-  }
+  Node* spread(Node* v, const Shape& s) { return b.spread(v, s); }
 
   Node* back(Node* n, Node* v) { return reduce_back(tr, n, v); }
   std::vector<int> reduced_axes(Node* n) {

@@ -337,7 +337,7 @@ std::vector<Node*> grad(Tracer& tr, Node* y, const std::vector<Node*>& xs, Node*
     auto xa = R.xadj.find(x);
     Node* g = xa != R.xadj.end() ? xa->second : a != R.adj.end() ? a->second : R.zero();
     // The result has x's shape (a uniform adjoint is spread over it).
-    if (g->shape.empty() && !x->shape.empty()) g = b.raw(Op::select, DType::f32, x->shape, {b.boolean(true), g, g});
+    g = R.spread(g, x->shape);
     // A result independent of later state: an identity node, so a value is never a var.
     out.push_back(g->op == Op::var ? R.snapshot(g) : g);
   }

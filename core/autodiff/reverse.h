@@ -103,9 +103,7 @@ struct Reverse {
   Node* fit(Node* c, const Shape& shape);
   void contribute(Node* target, Node* c);
   // A uniform adjoint as a tensor of `shape` (where its sum over axes or its layout matters).
-  Node* spread(Node* v, const Shape& shape) {
-    return v->shape.empty() && !shape.empty() ? b.raw(Op::select, v->dtype, shape, {b.boolean(true), v, v}) : v;
-  }
+  Node* spread(Node* v, const Shape& shape) { return b.spread(v, shape); }
 
   // ---------------------------------------------------------------- reverse sweep (reverse.cpp)
   void make_state_adjoints(const std::vector<Node*>& list);
@@ -146,8 +144,6 @@ struct Reverse {
   Node* device_emission_scope() const;
   void add_to_buffer(Node* buf, Node* t, Node* c);
   void reverse_scope(Node* s);
-  // The forward kernel whose reverse is being emitted (reverse_scope), else null.
-  Node* kernel_ = nullptr;
   void restore_state(Entry& e, const std::vector<Node*>& vals);
   void reverse_host_loop(Node* l, Entry& e);
   void reverse_device_loop(Node* l, Entry& e);

@@ -92,10 +92,8 @@ std::vector<Node*> Reverse::replay(Node* s, bool prepare_clone) {
           EMBER_USER_ERROR(CompileError, n->loc, "em.grad through a loop whose break/continue differ in shape "
                                                  "is not supported");
       });
-      if (s->shape.empty() && !alive->shape.empty())
-        EMBER_USER_ERROR(CompileError, s->loc, "em.grad through a host loop with a per-element break/continue "
-                                               "is not supported yet; use a per-element loop (em.loop with tensor "
-                                               "bounds) or an em.kernel");
+      EMBER_INTERNAL_ASSERT(!s->shape.empty() || alive->shape.empty(),
+                            "per-element break/continue out of host loop %" << s->id << " (the tracer rejects it)");
     }
   }
   std::vector<Node*> out = clone_list(s->children(), alive ? s : nullptr, alive);
@@ -237,10 +235,8 @@ void Reverse::reverse_scope(Node* s) {
       std::vector<Node*> idx = tr.begin_kernel(iff->shape);
       (void)idx;
       map.clear();
-      kernel_ = iff;
       restore_state(e, e.vals);
       reverse_list(replay(iff, true));
-      kernel_ = nullptr;
       tr.end_scope();
       break;
     }

@@ -172,6 +172,10 @@ Node* Builder::select(Node* c, Node* a, Node* b) {
   return numbered(Op::select, a->dtype, result_shape({c, a, b}), {c, a, b}, {});
 }
 
+Node* Builder::spread(Node* v, const Shape& shape) {
+  return v->shape.empty() && !shape.empty() ? raw(Op::select, v->dtype, shape, {boolean(true), v, v}) : v;
+}
+
 Node* Builder::cast(Node* x, DType t) {
   if (x->dtype == t) return x;
   if (Node* f = fold(Op::cast, t, {x})) return f;

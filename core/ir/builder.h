@@ -38,6 +38,9 @@ class Builder {
   Node* binary(Op op, Node* a, Node* b);
   Node* select(Node* c, Node* a, Node* b);
   Node* cast(Node* x, DType t);
+  // A uniform (shape []) value as a node of `shape` holding it everywhere (select(true, v, v),
+  // never folded back); other values are returned as they are.
+  Node* spread(Node* v, const Shape& shape);
   Node* bitcast(Node* x, DType t);
 
   Node* load(Node* mem, const std::vector<Node*>& idx, const Shape& shape, IndexMode m = IndexMode::clamp);

@@ -30,12 +30,6 @@ void factors(Node* d, std::vector<Node*>& out) {
   out.push_back(d);
 }
 
-// A scalar value spread over `shape`: an elementwise node of that shape with scalar operands.
-Node* expand_scalar(Builder& b, Node* x, const std::vector<Node*>& shape) {
-  if (shape.empty() || !x->shape.empty()) return x;
-  return b.raw(Op::select, x->dtype, shape, {b.boolean(true), x, x});
-}
-
 }  // namespace
 
 // Dims are host values: when tracing inside a device scope (a kernel, or a loop/if of non-empty
@@ -111,7 +105,7 @@ Node* Tracer::reshape(Node* x, const std::vector<Node*>& shape_in) {
                                             << " elements) into shape " << target_str() << " (" << ct << " elements)");
   }
   if (same_shape(src, shape)) return x;
-  if (src.empty()) return x->is_memory() ? b_.load(x, {}, shape) : expand_scalar(b_, x, shape);
+  if (src.empty()) return x->is_memory() ? b_.load(x, {}, shape) : b_.spread(x, shape);
 
   // Source coordinates. Axes of size 1 are dropped on both sides; the rest is split into groups
   // of consecutive axes with equal sizes (a dim kept as is, or constant runs of equal product),
@@ -216,7 +210,7 @@ Node* Tracer::unsqueeze(Node* x, int axis) {
   int a = norm_axis(*this, axis, r + 1, "unsqueeze");
   std::vector<Node*> shape = x->shape;
   shape.insert(shape.begin() + a, b_.i32(1));
-  if (r == 0) return x->is_memory() ? b_.load(x, {}, shape) : expand_scalar(b_, x, shape);
+  if (r == 0) return x->is_memory() ? b_.load(x, {}, shape) : b_.spread(x, shape);
   std::vector<Node*> idx;
   for (int k = 0; k < r; ++k) idx.push_back(b_.index(k < a ? k : k + 1, shape));
   return gather_at(x, idx, shape, IndexMode::clamp);

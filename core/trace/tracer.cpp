@@ -144,9 +144,7 @@ Node* Tracer::gather_at(Node* x, const std::vector<Node*>& idx, const std::vecto
   if (x->is_memory()) return b_.load(x, idx, shape, m);
   // A uniform value spread over `shape` (s[None], or s + i folded to s where i is the
   // coordinate of a size-1 axis): an elementwise node of that shape.
-  auto spread = [&](Node* v) {
-    return v->shape.empty() && !shape.empty() ? b_.raw(Op::select, v->dtype, shape, {b_.boolean(true), v, v}) : v;
-  };
+  auto spread = [&](Node* v) { return b_.spread(v, shape); };
   if (x->shape.empty()) return spread(x);
   // A gather of a gather is one gather only where the outer indices need no clamping: the
   // inner expression is rewritten at the raw indices (a clamped outer index would be lost).
@@ -173,7 +171,7 @@ Node* Tracer::spread(Node* x, const std::vector<Node*>& shape) {
   if (!scope_shape().empty() && !same_shape(shape, scope_shape()))
     EMBER_USER_ERROR(ShapeError, loc(), "a value of shape " << shape_str(shape) << " inside a scope of shape "
                                                             << shape_str(scope_shape()));
-  return b_.raw(Op::select, x->dtype, shape, {b_.boolean(true), x, x});
+  return b_.spread(x, shape);
 }
 
 std::vector<Node*> Tracer::broadcast_index(Node* x, const std::vector<Node*>& shape) {
