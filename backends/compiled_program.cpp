@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "codegen/c_printer.h"
+#include "core/ir/printer.h"
 #include "ember/ember.h"
 
 namespace ember {
@@ -12,13 +13,13 @@ CompiledProgram::CompiledProgram(std::unique_ptr<Program> traced, const std::str
     : prog_(std::move(traced)) {
   backend_name_ = resolve_backend(backend);
   backend_ = make_backend(backend_name_);
-  PipelineOptions opt;
-  opt.stages = &stages_;
+  PipelineOptions& opt = options_;
   const char* v = std::getenv("EMBER_VERIFY");
   opt.verify = v && *v && *v != '0';
   opt.lower_groups = backend_->lowers_groups();
   opt.tile_threads = backend_->tiles_threads();
   auto t0 = std::chrono::steady_clock::now();
+  traced_ = clone_program(*prog_);
   stats_.passes = run_pipeline(*prog_, opt);
   stats_.passes_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   prog_->for_each([&](Node* n) {
@@ -41,6 +42,13 @@ std::vector<HostTensor> CompiledProgram::run(const std::vector<ArgValue>& args) 
 }
 
 std::string CompiledProgram::ir(const std::string& stage) const {
+  if (stage == "final") return print_program(*prog_);
+  if (stages_.empty()) {
+    std::unique_ptr<Program> copy = clone_program(*traced_);
+    PipelineOptions opt = options_;
+    opt.stages = &stages_;
+    run_pipeline(*copy, opt);
+  }
   auto it = stages_.find(stage);
   if (it == stages_.end()) {
     std::string known;

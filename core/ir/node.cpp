@@ -168,11 +168,6 @@ static void drop_use(Node* of, Node* user) {
   of->users.erase(it);
 }
 
-static void drop_dim_use(Node* of, Node* user) {
-  auto it = std::find(of->dim_users.begin(), of->dim_users.end(), user);
-  EMBER_INTERNAL_ASSERT(it != of->dim_users.end(), "dim use list out of sync");
-  of->dim_users.erase(it);
-}
 
 void Program::erase(Node* n) {
   while (n->last_child) erase(n->last_child);
@@ -183,17 +178,42 @@ void Program::erase(Node* n) {
   unlink(n);
   for (Node* o : n->operands) drop_use(o, n);
   n->operands.clear();
-  if (!n->dead)
-    for (Node* d : n->shape) drop_dim_use(d, n);
+  if (!n->dead) drop_dim_uses(n);
   n->dead = true;
 }
 
 void Program::set_shape(Node* n, std::vector<Node*> shape) {
   EMBER_INTERNAL_ASSERT(!n->dead, "set_shape of an erased node");
   for (Node* d : shape) EMBER_INTERNAL_ASSERT(d != nullptr, "null dim for " << op_name(n->op));
-  for (Node* d : n->shape) drop_dim_use(d, n);
+  drop_dim_uses(n);
   n->shape.v_ = std::move(shape);
-  for (Node* d : n->shape) d->dim_users.push_back(n);
+  n->shape.slots_.resize(n->shape.v_.size());
+  for (size_t a = 0; a < n->shape.v_.size(); ++a) {
+    Node* d = n->shape.v_[a];
+    n->shape.slots_[a] = static_cast<uint32_t>(d->dim_users.size());
+    d->dim_users.push_back(n);
+  }
+}
+
+// Removes n's entries from its dims' dim_users: each by its slot, the list's last entry moved
+// into the hole (its owner's slot updated), so erasing is O(rank), not O(uses of the dim).
+void Program::drop_dim_uses(Node* n) {
+  for (size_t a = 0; a < n->shape.v_.size(); ++a) {
+    Node* d = n->shape.v_[a];
+    std::vector<Node*>& list = d->dim_users;
+    const uint32_t slot = n->shape.slots_[a];
+    EMBER_INTERNAL_ASSERT(slot < list.size() && list[slot] == n, "dim use list out of sync");
+    const uint32_t last = static_cast<uint32_t>(list.size() - 1);
+    Node* moved = list[last];
+    list[slot] = moved;
+    list.pop_back();
+    if (slot == last) continue;
+    for (size_t b = 0; b < moved->shape.v_.size(); ++b)
+      if (moved->shape.v_[b] == d && moved->shape.slots_[b] == last) {
+        moved->shape.slots_[b] = slot;
+        break;
+      }
+  }
 }
 
 void Program::set_operand(Node* n, int i, Node* v) {
@@ -225,8 +245,14 @@ void Program::replace_all_uses(Node* old_value, Node* new_value) {
   }
 }
 
+uint64_t& node_visit_counter() {
+  static thread_local uint64_t visits = 0;
+  return visits;
+}
+
 static void walk(Node* scope, const std::function<void(Node*)>& f) {
   for (Node* c = scope->first_child; c;) {
+    ++node_visit_counter();
     Node* next = c->next;
     f(c);
     if (!c->dead && c->first_child) walk(c, f);

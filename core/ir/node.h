@@ -131,6 +131,10 @@ class DimList {
  private:
   friend class Program;
   std::vector<Node*> v_;
+  // slots_[a]: where this node's entry for v_[a] sits in v_[a]->dim_users, so dropping it is
+  // O(1) (a dim such as N has one entry per node of shape [N, ...]: scanning would make erasing
+  // quadratic in program size).
+  std::vector<uint32_t> slots_;
 };
 
 struct Node : NodeAttrs {
@@ -139,8 +143,8 @@ struct Node : NodeAttrs {
   DimList shape;                // dimension nodes (scalar i32, host level); [] is a scalar
   std::vector<Node*> operands;
   std::vector<Node*> users;     // one entry per use (a node using x twice appears twice)
-  // Nodes whose shape lists this node as a dimension, one entry per occurrence. Kept apart from
-  // `users` so passes that walk users see only operand uses.
+  // Nodes whose shape lists this node as a dimension, one entry per occurrence, in no particular
+  // order. Kept apart from `users` so passes that walk users see only operand uses.
   std::vector<Node*> dim_users;
 
   Node* prev = nullptr;
@@ -176,6 +180,11 @@ struct Node : NodeAttrs {
   int32_t i() const { return w2i(bits); }
   std::vector<Node*> children() const;
 };
+
+// Nodes looked at by traversals on this thread: Program::for_each and walk_subtree count each
+// node, and passes count their own scans (user lists, cones). run_pipeline records the count per
+// pass (PassRecord::visits), so tests assert that a pass's work grows linearly, without timing.
+uint64_t& node_visit_counter();
 
 class Program {
  public:
@@ -216,6 +225,7 @@ class Program {
   int next_kernel_id = 0;
 
  private:
+  void drop_dim_uses(Node* n);
   std::vector<std::unique_ptr<Node>> arena_;
   Node* root_;
   int next_id_ = 0;

@@ -12,6 +12,8 @@ namespace ember {
 
 namespace {
 
+using Positions = std::unordered_map<const Node*, int>;
+
 // Recomputing a producer costs its ops (times loop trips); above this it is stored instead.
 constexpr int64_t kMaxRecomputeCost = 512;
 constexpr int64_t kUnknownTrips = 64;
@@ -124,19 +126,30 @@ class Cone {
  public:
   explicit Cone(Node* k) : k_(k) {}
 
-  // Adds v and everything in the kernel it depends on. False if some part cannot be recomputed.
+  // Adds v and everything in the kernel it depends on. False if some part cannot be recomputed
+  // or the cone costs more than kMaxRecomputeCost (it is then never recomputed, so the walk
+  // stops there: a consumer of a large kernel costs O(limit), not O(kernel)).
   bool add(Node* v) {
-    if (!v->inside(k_) || v->op == Op::index || keep.count(v)) return true;
+    ++node_visit_counter();
+    if (!v->inside(k_) || keep.count(v)) return true;
+    if (v->op == Op::index) {
+      indices.insert(v);
+      return true;
+    }
     if (v->op == Op::store || v->op == Op::atomic) return false;
     keep.insert(v);
+    cost_ += node_cost(v);
+    if (cost_ > kMaxRecomputeCost) return false;
     for (Node* o : v->operands)
       if (!add(o)) return false;
     for (Node* s = v->parent; s != k_; s = s->parent)
       if (!add(s)) return false;
     if (v->op == Op::else_ && !add(v->prev)) return false;
     if (v->op == Op::var)
-      for (Node* u : v->users)
+      for (Node* u : v->users) {
+        ++node_visit_counter();
         if (u->op == Op::set && u->operand(0) == v && !add(u)) return false;
+      }
     if (v->op == Op::loop) {
       bool ok = true;
       walk_subtree(v, [&](Node* x) {
@@ -148,49 +161,59 @@ class Cone {
     return true;
   }
 
-  int64_t cost() const {
-    int64_t total = 0;
-    for (Node* n : keep) {
-      int64_t c = op_info(n->op).cost;
-      for (Node* s = n->parent; s != k_; s = s->parent) {
-        if (s->op != Op::loop) continue;
-        Node* b = s->operand(0);
-        Node* e = s->operand(1);
-        Node* st = s->operand(2);
-        int64_t trips = kUnknownTrips;
-        if (b->op == Op::constant && e->op == Op::constant && st->op == Op::constant && st->i() > 0)
-          trips = std::max<int64_t>(0, (e->i() - b->i() + st->i() - 1) / st->i());
-        c *= trips;
-      }
-      total += c;
-    }
-    return total;
-  }
+  int64_t cost() const { return cost_; }
 
   std::unordered_set<Node*> keep;
   std::unordered_set<const Node*> reads;
+  std::unordered_set<Node*> indices;  // k1's index nodes the cone uses
 
  private:
+  // n's op cost times the trips of the loops around it inside the kernel.
+  int64_t node_cost(const Node* n) const {
+    int64_t c = op_info(n->op).cost;
+    for (Node* s = n->parent; s != k_; s = s->parent) {
+      if (s->op != Op::loop) continue;
+      Node* b = s->operand(0);
+      Node* e = s->operand(1);
+      Node* st = s->operand(2);
+      int64_t trips = kUnknownTrips;
+      if (b->op == Op::constant && e->op == Op::constant && st->op == Op::constant && st->i() > 0)
+        trips = std::max<int64_t>(0, (e->i() - b->i() + st->i() - 1) / st->i());
+      c *= trips;
+    }
+    return c;
+  }
+
   Node* k_;
+  int64_t cost_ = 0;
 };
+
+// The stores and atomics into memory m (from its user list: no walk over the program).
+template <class F>
+void for_each_writer(const Node* m, F&& f) {
+  for (Node* u : m->users) {
+    ++node_visit_counter();
+    if ((u->op == Op::store || u->op == Op::atomic) && u->operand(0) == m) f(u);
+  }
+}
 
 // Whether any memory in `reads` may be written after kernel k1 starts and before `load` runs
 // (including later iterations of loops around the load that do not contain k1).
-bool written_between(const Program& p, Node* k1, Node* load, const std::unordered_set<const Node*>& reads,
-                     const std::unordered_map<const Node*, int>& pos) {
+bool written_between(Node* k1, Node* load, const std::unordered_set<const Node*>& reads, const Positions& pos) {
   if (reads.empty()) return false;
   int from = pos.at(k1), to = pos.at(load);
   std::vector<const Node*> loops;
   for (Node* s = load->parent; s; s = s->parent)
     if (s->op == Op::loop && !k1->inside(s)) loops.push_back(s);
   bool hit = false;
-  p.for_each([&](Node* x) {
-    if (hit || (x->op != Op::store && x->op != Op::atomic) || !reads.count(x->operand(0))) return;
-    int at = pos.at(x);
-    if (at > from && at < to) hit = true;
-    for (const Node* l : loops)
-      if (x->inside(l)) hit = true;
-  });
+  for (const Node* m : reads)
+    for_each_writer(m, [&](Node* x) {
+      if (hit) return;
+      int at = pos.at(x);
+      if (at > from && at < to) hit = true;
+      for (const Node* l : loops)
+        if (x->inside(l)) hit = true;
+    });
   return hit;
 }
 
@@ -206,7 +229,8 @@ Node* in_mode_range(Builder& b, Node* load, int a, Node* k) {
   return clamp_index(b, i, d, load, k);
 }
 
-bool fuse_one(Program& p, Node* load, const std::unordered_map<const Node*, int>& pos) {
+// Fuses `load` if legal and cheap; the loads of the recomputation are appended to `new_loads`.
+bool fuse_one(Program& p, Node* load, Positions& pos, std::vector<Node*>& new_loads) {
   Node* buf = load->operand(0);
   Node* st = sole_identity_store(buf);
   if (!st) return false;
@@ -225,24 +249,27 @@ bool fuse_one(Program& p, Node* load, const std::unordered_map<const Node*, int>
   // other consumers load it too instead of recomputing it.
   if (cost > kCheapRecomputeCost) {
     std::unordered_map<const Node*, int> loads_per_kernel;
-    for (Node* u : buf->users)
+    for (Node* u : buf->users) {
+      ++node_visit_counter();
       if (u->op == Op::load && ++loads_per_kernel[u->enclosing_kernel()] > 1) return false;
+    }
   }
   // A consumer inside a host loop that the producer is outside of would recompute every
   // iteration (the divergence of a fluid step inside its Jacobi loop).
   for (Node* s = k2->parent; s && cost > kCheapRecomputeCost; s = s->parent)
     if (s->op == Op::loop && !k1->inside(s)) return false;
-  if (cone.reads.count(buf) || written_between(p, k1, load, cone.reads, pos)) return false;
+  if (cone.reads.count(buf) || written_between(k1, load, cone.reads, pos)) return false;
   // Other threads of the consumer may write what the recomputation reads before it runs.
   bool consumer_writes = false;
-  walk_subtree(k2, [&](Node* x) {
-    if ((x->op == Op::store || x->op == Op::atomic) && cone.reads.count(x->operand(0))) consumer_writes = true;
-  });
+  for (const Node* m : cone.reads)
+    for_each_writer(m, [&](Node* x) { consumer_writes = consumer_writes || x->inside(k2); });
   if (consumer_writes) return false;
   // Everything the cone uses from outside k1 must be visible at the load.
   for (Node* n : cone.keep)
-    for (Node* o : n->operands)
+    for (Node* o : n->operands) {
+      ++node_visit_counter();
       if (!o->inside(k1) && o->enclosing_kernel() != nullptr && o->enclosing_kernel() != k2) return false;
+    }
 
   Builder b(p);
   b.set_insert_before(load);
@@ -253,11 +280,18 @@ bool fuse_one(Program& p, Node* load, const std::unordered_map<const Node*, int>
   std::vector<Node*> coords;
   for (int a = 0; a < buf->rank(); ++a) coords.push_back(in_mode_range(b, load, a, k2));
   b.set_insert_before(load);
-  walk_subtree(k1, [&](Node* x) {
-    if (x->op == Op::index) map[x] = coords[static_cast<size_t>(x->axis)];
-  });
+  for (Node* x : cone.indices) map[x] = coords[static_cast<size_t>(x->axis)];
+  if (v->op == Op::index) map[v] = coords[static_cast<size_t>(v->axis)];
   clone_nodes(b, k1, cone.keep, map, load->shape);
-  Node* value = map.count(v) ? map[v] : (v->op == Op::index ? map[v] : v);
+  Node* value = map.count(v) ? map[v] : v;
+  // The copies sit where the load was: they take its position (stores are never copied, so the
+  // positions the legality checks compare stay exact).
+  const int at = pos.at(load);
+  for (Node* n : cone.keep) {
+    Node* c = map.at(n);
+    pos[c] = at;
+    if (c->op == Op::load) new_loads.push_back(c);
+  }
   p.replace_all_uses(load, value);
   p.erase(load);
   return true;
@@ -266,20 +300,34 @@ bool fuse_one(Program& p, Node* load, const std::unordered_map<const Node*, int>
 }  // namespace
 
 bool fuse_loads(Program& p) {
+  // Loads are tried in program order; the loads of a recomputation are tried right after the
+  // load they replaced (where they now are). A sweep visits each load once; a second sweep
+  // retries the loads that failed before (fusing into a producer can make its cone legal to
+  // copy), until one changes nothing. Node visits grow linearly with the program.
+  auto candidate = [](const Node* n) {
+    return n->op == Op::load && !n->dead && !n->flat && n->operand(0)->op == Op::buffer && n->enclosing_kernel();
+  };
   bool changed = false;
-  for (int round = 0; round < 4096; ++round) {
-    auto pos = program_positions(p);
-    std::vector<Node*> loads;
+  for (int sweep = 0; sweep < 64; ++sweep) {
+    Positions pos = program_positions(p);
+    std::vector<Node*> work;  // a stack: the next load is at the back
     p.for_each([&](Node* n) {
-      if (n->op == Op::load && !n->flat && n->operand(0)->op == Op::buffer && n->enclosing_kernel()) loads.push_back(n);
+      if (candidate(n)) work.push_back(n);
     });
+    std::reverse(work.begin(), work.end());
     bool any = false;
-    for (Node* l : loads) {
-      if (l->dead) continue;
-      if (fuse_one(p, l, pos)) {
-        any = true;
-        break;  // positions changed; recompute them
-      }
+    std::vector<Node*> fresh;
+    while (!work.empty()) {
+      Node* l = work.back();
+      work.pop_back();
+      if (!candidate(l)) continue;
+      fresh.clear();
+      if (!fuse_one(p, l, pos, fresh)) continue;
+      any = true;
+      // Copies are made in program order, so ids order them: the first is tried first.
+      std::sort(fresh.begin(), fresh.end(), [](const Node* a, const Node* b) { return a->id > b->id; });
+      for (auto it = fresh.begin(); it != fresh.end(); ++it)
+        if (candidate(*it)) work.push_back(*it);
     }
     if (!any) break;
     changed = true;

@@ -13,6 +13,7 @@ std::unordered_map<const Node*, int> program_positions(const Program& p) {
 }
 
 void walk_subtree(Node* n, const std::function<void(Node*)>& f) {
+  ++node_visit_counter();
   f(n);
   for (Node* c = n->first_child; c;) {
     Node* next = c->next;
@@ -53,6 +54,7 @@ static void clone_rec(Builder& b, Node* scope, const std::unordered_set<Node*>& 
                       std::unordered_map<Node*, Node*>& map, const std::vector<Node*>& shape) {
   Program& p = b.program();
   for (Node* c = scope->first_child; c; c = c->next) {
+    ++node_visit_counter();
     if (!keep.count(c)) continue;
     std::vector<Node*> ops;
     for (Node* o : c->operands) {

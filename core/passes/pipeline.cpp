@@ -92,9 +92,10 @@ std::vector<PassRecord> run_pipeline(Program& p, const PipelineOptions& opt) {
   if (opt.stages) (*opt.stages)["traced"] = print_program(p);
   auto run = [&](const PassInfo& pass) {
     auto t0 = std::chrono::steady_clock::now();
+    const uint64_t v0 = node_visit_counter();
     bool changed = pass.fn(p);
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    records.push_back({pass.name, ms, changed});
+    records.push_back({pass.name, ms, changed, node_visit_counter() - v0});
     if (std::strcmp(pass.name, "fuse_kernels") == 0) kernels_formed = true;
     if (opt.verify) verify(p, VerifyOptions{kernels_formed});
     if (show_time) std::fprintf(stderr, "ember: %-20s %8.3f ms%s\n", pass.name, ms, changed ? "" : " (no change)");

@@ -19,6 +19,7 @@ struct PassRecord {
   std::string name;
   double ms = 0;
   bool changed = false;
+  uint64_t visits = 0;  // node_visit_counter() steps the pass took (work, not time)
 };
 
 struct PipelineOptions {

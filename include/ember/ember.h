@@ -33,7 +33,9 @@ class CompiledProgram {
   // Runs the program: arguments by position; one tensor per return value.
   std::vector<HostTensor> run(const std::vector<ArgValue>& args);
   int kernel_count() const { return stats_.kernels; }
-  // IR text after a stage: "traced", a pass name (e.g. "fuse_kernels"), or "final".
+  // IR text after a stage: "traced", a pass name (e.g. "fuse_kernels"), or "final". Stages other
+  // than "final" are printed on first request, by running the pipeline again on a copy of the
+  // traced program (printing after every pass would make compiling quadratic in program size).
   std::string ir(const std::string& stage = "final") const;
   // Generated kernel source: "cpp", "glsl" or "hlsl" (the backend's own language as it compiles
   // it; the others as their default dialect prints the same lowered program).
@@ -44,9 +46,11 @@ class CompiledProgram {
 
  private:
   std::unique_ptr<Program> prog_;
+  std::unique_ptr<Program> traced_;  // a copy as traced, for ir(stage)
+  PipelineOptions options_;
   std::unique_ptr<Backend> backend_;
   std::unique_ptr<KernelRunner> runner_;
-  std::map<std::string, std::string> stages_;
+  mutable std::map<std::string, std::string> stages_;  // filled by the first ir(stage)
   ProgramStats stats_;
   std::string backend_name_;
 };

@@ -113,6 +113,7 @@ py::dict stats_dict(const ProgramStats& s) {
     d["name"] = r.name;
     d["ms"] = r.ms;
     d["changed"] = r.changed;
+    d["visits"] = r.visits;
     passes.append(d);
   }
   py::dict d;
