@@ -23,9 +23,9 @@ bool Builder::visible(const Node* n) const {
   const Node* pos = before_;  // n must come before pos in pos's scope (null: the end)
   for (const Node* s = scope_; s; s = s->parent) {
     if (n->parent == s) {
-      for (const Node* c = pos; c; c = c->next)
-        if (c == n) return c == pos && pos != before_;  // an enclosing loop's counter is visible inside it
-      return true;
+      if (!pos) return true;
+      if (n == pos) return pos != before_;  // an enclosing loop's counter is visible inside it
+      return n->order < pos->order;
     }
     pos = s;
   }
@@ -53,10 +53,16 @@ Node* Builder::numbered(Op op, DType t, const Shape& shape, const std::vector<No
   bool reads_var = false;
   for (Node* o : operands) reads_var |= has_flag(o->op, F_MUTABLE) || o->op == Op::loop;
   size_t key = hash_key(op, t, shape, operands, attrs);
+  // Candidates are kept per (key, scope they were placed in): only those in the insertion scope
+  // or a scope around it can be visible, so a lookup never scans the copies in other kernels
+  // (every kernel has its own index nodes: one shared bucket made fusion quadratic).
+  auto scoped = [key](const Node* s) { return (key ^ reinterpret_cast<size_t>(s)) * 1099511628211ull; };
   if (!reads_var) {
-    auto it = vn_.find(key);
-    if (it != vn_.end()) {
-      for (Node* c : it->second) {
+    for (const Node* s = scope_; s; s = s->parent) {
+      auto it = vn_.find(scoped(s));
+      if (it == vn_.end()) continue;
+      for (auto c_it = it->second.rbegin(); c_it != it->second.rend(); ++c_it) {
+        Node* c = *c_it;
         if (c->op != op || c->dtype != t || c->operands != operands || c->shape != shape) continue;
         if (same_attrs(*c, attrs) && visible(c)) return c;
       }
@@ -65,7 +71,7 @@ Node* Builder::numbered(Op op, DType t, const Shape& shape, const std::vector<No
   Node* n = prog_.create(op, t, shape, operands);
   copy_attrs(*n, attrs);
   place(n);  // stamps loc
-  if (!reads_var) vn_[key].push_back(n);
+  if (!reads_var) vn_[scoped(n->parent)].push_back(n);
   return n;
 }
 

@@ -129,8 +129,27 @@ Node* Program::create(Op op, DType dtype, std::vector<Node*> shape, std::vector<
   return n;
 }
 
+// Order labels: appended nodes step by kOrderGap; an insertion takes the midpoint of its
+// neighbours, and when they have no room left the scope is relabelled (amortized: each relabel
+// leaves ~32 halvings of room at every position).
+static constexpr uint64_t kOrderGap = uint64_t{1} << 32;
+
+void Program::relabel(Node* scope) {
+  uint64_t count = 0;
+  for (Node* c = scope->first_child; c; c = c->next) ++count;
+  const uint64_t step = std::min<uint64_t>(kOrderGap, ~uint64_t{0} / (count + 2));
+  uint64_t at = 0;
+  for (Node* c = scope->first_child; c; c = c->next) c->order = at += step;
+}
+
 void Program::insert_before(Node* pos, Node* n) {
   EMBER_INTERNAL_ASSERT(!n->parent && !n->prev && !n->next, "node is already linked");
+  uint64_t lo = pos->prev ? pos->prev->order : 0;
+  if (pos->order - lo < 2) {
+    relabel(pos->parent);
+    lo = pos->prev ? pos->prev->order : 0;
+  }
+  n->order = lo + (pos->order - lo) / 2;
   n->parent = pos->parent;
   n->prev = pos->prev;
   n->next = pos;
@@ -145,6 +164,8 @@ void Program::insert_after(Node* pos, Node* n) {
 
 void Program::append(Node* scope, Node* n) {
   EMBER_INTERNAL_ASSERT(!n->parent && !n->prev && !n->next, "node is already linked");
+  if (scope->last_child && scope->last_child->order > ~uint64_t{0} - kOrderGap) relabel(scope);
+  n->order = (scope->last_child ? scope->last_child->order : 0) + kOrderGap;
   n->parent = scope;
   n->prev = scope->last_child;
   if (scope->last_child) scope->last_child->next = n; else scope->first_child = n;

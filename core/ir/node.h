@@ -162,6 +162,9 @@ struct Node : NodeAttrs {
 
   int id = 0;                   // creation order (unique within the program)
   bool dead = false;
+  // Position among its siblings, strictly increasing along `next` (Program's linking keeps it),
+  // so "does a come before b in their scope" is one comparison instead of a walk of the list.
+  uint64_t order = 0;
 
   bool is(Op o) const { return op == o; }
   bool is_scope() const { return has_flag(op, F_SCOPE); }
@@ -223,9 +226,13 @@ class Program {
   std::vector<Node*> dims;      // shape_arg nodes (symbolic and free dimensions)
   int num_outputs = 0;
   int next_kernel_id = 0;
+  // One past the largest node id: passes index dense per-node tables by Node::id.
+  int id_bound() const { return next_id_; }
 
  private:
   void drop_dim_uses(Node* n);
+  // Gives the children of `scope` evenly spaced `order` labels (when an insertion finds no gap).
+  static void relabel(Node* scope);
   std::vector<std::unique_ptr<Node>> arena_;
   Node* root_;
   int next_id_ = 0;

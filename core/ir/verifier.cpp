@@ -45,6 +45,7 @@ class Verifier {
     const Node* prev = nullptr;
     for (const Node* c = s->first_child; c; prev = c, c = c->next) {
       if (c->parent != s || c->prev != prev) fail(c, "broken sibling/parent links");
+      if (prev && prev->order >= c->order) fail(c, "order labels do not increase along the scope");
       node(c, prev);
       if (c->is_scope()) scope(c);
       else if (c->first_child) fail(c, "non-scope node has children");

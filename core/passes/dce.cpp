@@ -27,10 +27,14 @@ bool root_effect(const Node* n) {
 }  // namespace
 
 bool dce(Program& p) {
-  std::unordered_set<const Node*> live;
+  // Liveness by node id (dense: a hash set of every node made dce the slowest cleanup pass).
+  std::vector<char> live_by_id(static_cast<size_t>(p.id_bound()), 0);
+  auto is_live = [&](const Node* n) { return live_by_id[static_cast<size_t>(n->id)] != 0; };
   std::vector<Node*> work;
   auto mark = [&](Node* n) {
-    if (n && live.insert(n).second) work.push_back(n);
+    if (!n || is_live(n)) return;
+    live_by_id[static_cast<size_t>(n->id)] = 1;
+    work.push_back(n);
   };
   std::vector<Node*> all = p.nodes();
   for (Node* n : all)
@@ -53,10 +57,10 @@ bool dce(Program& p) {
   for (bool grew = true; grew;) {
     grew = false;
     for (Node* n : all) {
-      if ((n->op != Op::break_ && n->op != Op::continue_) || live.count(n)) continue;
+      if ((n->op != Op::break_ && n->op != Op::continue_) || is_live(n)) continue;
       Node* loop = n->parent;
       while (loop && loop->op != Op::loop) loop = loop->parent;
-      if (loop && live.count(loop)) {
+      if (loop && is_live(loop)) {
         mark(n);
         grew = true;
       }
@@ -66,14 +70,14 @@ bool dce(Program& p) {
   bool changed = false;
   for (auto it = all.rbegin(); it != all.rend(); ++it) {
     Node* n = *it;
-    if (n->dead || live.count(n)) continue;
+    if (n->dead || is_live(n)) continue;
     // Uses by other dead nodes are gone by now (reverse order); a dead var's sets went first.
     // A node still used by a live node, as an operand or as a dim of its shape, stays.
     std::vector<Node*> users = n->users;
     users.insert(users.end(), n->dim_users.begin(), n->dim_users.end());
     if (!users.empty()) {
       bool all_dead = true;
-      for (Node* u : users) all_dead &= !live.count(u);
+      for (Node* u : users) all_dead &= !is_live(u);
       if (!all_dead) continue;
       for (Node* u : users)
         if (!u->dead) p.erase(u);

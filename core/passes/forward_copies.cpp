@@ -37,6 +37,9 @@ bool forward_copies(Program& p) {
     if (n->op == Op::kernel && n->group.empty()) kernels.push_back(n);
   });
   bool changed = false;
+  // One numbering for the whole pass: a replacement keeps the order of everything else, and the
+  // move takes the position of the kernel it replaces.
+  Positions pos = program_positions(p);
   for (Node* k : kernels) {
     Node* store = whole_copy(k);
     if (!store) continue;
@@ -44,7 +47,6 @@ bool forward_copies(Program& p) {
     Node* src = load->operand(0);
     Node* dst = store->operand(0);
     if (src->parent != k->parent) continue;  // a fresh allocation per run of this scope
-    auto pos = program_positions(p);
     const int at = pos.at(k);
     bool ok = pos.at(src) < at;
     for (Node* u : src->users) ok &= u == load || pos.at(u) < at;     // src is dead after the copy
@@ -53,7 +55,7 @@ bool forward_copies(Program& p) {
     Builder b(p);
     b.set_insert_before(k);
     b.loc = k->loc;
-    b.raw(Op::move_memory, DType::none, {}, {dst, src});
+    pos.set(b.raw(Op::move_memory, DType::none, {}, {dst, src}), at);
     p.erase(k);
     changed = true;
   }

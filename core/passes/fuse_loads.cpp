@@ -12,8 +12,6 @@ namespace ember {
 
 namespace {
 
-using Positions = std::unordered_map<const Node*, int>;
-
 // Recomputing a producer costs its ops (times loop trips); above this it is stored instead.
 constexpr int64_t kMaxRecomputeCost = 512;
 constexpr int64_t kUnknownTrips = 64;
@@ -124,11 +122,11 @@ Node* sole_identity_store(Node* buf) {
 
 class Cone {
  public:
-  explicit Cone(Node* k) : k_(k) {}
+  Cone(Node* k, int64_t limit) : k_(k), limit_(limit) {}
 
   // Adds v and everything in the kernel it depends on. False if some part cannot be recomputed
-  // or the cone costs more than kMaxRecomputeCost (it is then never recomputed, so the walk
-  // stops there: a consumer of a large kernel costs O(limit), not O(kernel)).
+  // or the cone costs more than the limit (it is then never recomputed, so the walk stops
+  // there: a consumer of a large kernel costs O(limit), not O(kernel)).
   bool add(Node* v) {
     ++node_visit_counter();
     if (!v->inside(k_) || keep.count(v)) return true;
@@ -139,7 +137,7 @@ class Cone {
     if (v->op == Op::store || v->op == Op::atomic) return false;
     keep.insert(v);
     cost_ += node_cost(v);
-    if (cost_ > kMaxRecomputeCost) return false;
+    if (cost_ > limit_) return false;
     for (Node* o : v->operands)
       if (!add(o)) return false;
     for (Node* s = v->parent; s != k_; s = s->parent)
@@ -160,8 +158,6 @@ class Cone {
     if (v->op == Op::load) reads.insert(v->operand(0));
     return true;
   }
-
-  int64_t cost() const { return cost_; }
 
   std::unordered_set<Node*> keep;
   std::unordered_set<const Node*> reads;
@@ -185,6 +181,7 @@ class Cone {
   }
 
   Node* k_;
+  int64_t limit_;
   int64_t cost_ = 0;
 };
 
@@ -239,25 +236,27 @@ bool fuse_one(Program& p, Node* load, Positions& pos, std::vector<Node*>& new_lo
   Node* k2 = load->enclosing_kernel();
   if (!k2 || k2 == k1 || pos.at(k1) >= pos.at(load)) return false;
   Node* v = st->operand(1);
-  Cone cone(k1);
-  if (!cone.add(v)) return false;
-  int64_t cost = cone.cost();
-  if (cost > kMaxRecomputeCost) return false;
-  if (cost > kCheapRecomputeCost && !recomputes_each_element_once(load, buf->shape)) return false;
-  // An expensive producer read at several places by one consumer (a stencil's neighbours)
-  // would be recomputed per neighbour, so it stays stored; and once it is stored anyway, its
-  // other consumers load it too instead of recomputing it.
-  if (cost > kCheapRecomputeCost) {
+  // Only a producer about as cheap as the load itself (kCheapRecomputeCost) may be recomputed
+  // when the consumer would evaluate it more than once per element, when an expensive producer
+  // is read at several places by one consumer (a stencil's neighbours: it stays stored, and once
+  // stored anyway its other consumers load it too), or when the consumer sits in a host loop
+  // the producer is outside of (the divergence of a fluid step inside its Jacobi loop). These
+  // do not depend on the cone, so they set its cost limit before it is built.
+  bool cheap_only = !recomputes_each_element_once(load, buf->shape);
+  if (!cheap_only) {
     std::unordered_map<const Node*, int> loads_per_kernel;
     for (Node* u : buf->users) {
       ++node_visit_counter();
-      if (u->op == Op::load && ++loads_per_kernel[u->enclosing_kernel()] > 1) return false;
+      if (u->op == Op::load && ++loads_per_kernel[u->enclosing_kernel()] > 1) {
+        cheap_only = true;
+        break;
+      }
     }
   }
-  // A consumer inside a host loop that the producer is outside of would recompute every
-  // iteration (the divergence of a fluid step inside its Jacobi loop).
-  for (Node* s = k2->parent; s && cost > kCheapRecomputeCost; s = s->parent)
-    if (s->op == Op::loop && !k1->inside(s)) return false;
+  for (Node* s = k2->parent; s && !cheap_only; s = s->parent)
+    if (s->op == Op::loop && !k1->inside(s)) cheap_only = true;
+  Cone cone(k1, cheap_only ? kCheapRecomputeCost : kMaxRecomputeCost);
+  if (!cone.add(v)) return false;
   if (cone.reads.count(buf) || written_between(k1, load, cone.reads, pos)) return false;
   // Other threads of the consumer may write what the recomputation reads before it runs.
   bool consumer_writes = false;
@@ -289,7 +288,7 @@ bool fuse_one(Program& p, Node* load, Positions& pos, std::vector<Node*>& new_lo
   const int at = pos.at(load);
   for (Node* n : cone.keep) {
     Node* c = map.at(n);
-    pos[c] = at;
+    pos.set(c, at);
     if (c->op == Op::load) new_loads.push_back(c);
   }
   p.replace_all_uses(load, value);

@@ -4,11 +4,23 @@
 
 namespace ember {
 
-std::unordered_map<const Node*, int> program_positions(const Program& p) {
-  std::unordered_map<const Node*, int> pos;
+int Positions::at(const Node* n) const {
+  const size_t i = static_cast<size_t>(n->id);
+  EMBER_INTERNAL_ASSERT(i < v_.size() && v_[i] >= 0, "no program position for " << op_name(n->op) << " %" << n->id);
+  return v_[i];
+}
+
+void Positions::set(const Node* n, int v) {
+  const size_t i = static_cast<size_t>(n->id);
+  if (i >= v_.size()) v_.resize(std::max(i + 1, v_.size() * 2), -1);
+  v_[i] = v;
+}
+
+Positions program_positions(const Program& p) {
+  Positions pos;
   int k = 0;
-  pos[p.root()] = k++;
-  p.for_each([&](Node* n) { pos[n] = k++; });
+  pos.set(p.root(), k++);
+  p.for_each([&](Node* n) { pos.set(n, k++); });
   return pos;
 }
 
