@@ -187,7 +187,7 @@ def main():
         print("\n" + table(w, n, results))
         out["workloads"][w] = {"n": n, "results": results}
         if hasattr(mod, "summary"):  # a workload's own line (e.g. nbody_grad: gradient / force time)
-            out["workloads"][w]["summary"] = mod.summary(results)
+            out["workloads"][w]["summary"] = mod.summary(results, opts)
             print(out["workloads"][w]["summary"] + "\n")
     if a.json != "-":
         path = Path(a.json)

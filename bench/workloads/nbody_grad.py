@@ -144,7 +144,7 @@ def setup_jax(inputs, opts):
     return lambda: (np.asarray(jax.block_until_ready(grad(X))),)
 
 
-def summary(results):
+def summary(results, opts=None):
     """The gradient's time over the force's (both Ember, this run) and their kernel counts."""
     g, f = results.get("ember", {}), results.get("ember-force", {})
     if "median_ms" not in g or "median_ms" not in f:

@@ -226,8 +226,43 @@ Node* in_mode_range(Builder& b, Node* load, int a, Node* k) {
   return clamp_index(b, i, d, load, k);
 }
 
+// How many loads of each buffer each kernel has, kept up to date as loads are fused (a fusion
+// removes one load and adds the recomputation's), so asking whether some kernel reads a buffer
+// at several places costs O(1) instead of a scan of its users per load (fused chains give a
+// buffer many loads: the scans made the pass quadratic).
+class LoadCounts {
+ public:
+  bool repeated(const Node* buf) { return entry(buf).repeated > 0; }
+  void added(const Node* load) { change(load, +1); }
+  void removed(const Node* load) { change(load, -1); }
+
+ private:
+  struct Entry {
+    std::unordered_map<const Node*, int> per_kernel;
+    int repeated = 0;  // kernels with more than one load
+  };
+  Entry& entry(const Node* buf) {
+    auto it = m_.find(buf);
+    if (it != m_.end()) return it->second;
+    Entry& e = m_[buf];
+    for (Node* u : buf->users) {
+      ++node_visit_counter();
+      if (u->op == Op::load && ++e.per_kernel[u->enclosing_kernel()] == 2) ++e.repeated;
+    }
+    return e;
+  }
+  void change(const Node* load, int by) {
+    auto it = m_.find(load->operand(0));
+    if (it == m_.end()) return;  // counted from the users when first asked
+    int& n = it->second.per_kernel[load->enclosing_kernel()];
+    if (by > 0 && ++n == 2) ++it->second.repeated;
+    if (by < 0 && n-- == 2) --it->second.repeated;
+  }
+  std::unordered_map<const Node*, Entry> m_;
+};
+
 // Fuses `load` if legal and cheap; the loads of the recomputation are appended to `new_loads`.
-bool fuse_one(Program& p, Node* load, Positions& pos, std::vector<Node*>& new_loads) {
+bool fuse_one(Program& p, Node* load, Positions& pos, LoadCounts& counts, std::vector<Node*>& new_loads) {
   Node* buf = load->operand(0);
   Node* st = sole_identity_store(buf);
   if (!st) return false;
@@ -243,16 +278,7 @@ bool fuse_one(Program& p, Node* load, Positions& pos, std::vector<Node*>& new_lo
   // the producer is outside of (the divergence of a fluid step inside its Jacobi loop). These
   // do not depend on the cone, so they set its cost limit before it is built.
   bool cheap_only = !recomputes_each_element_once(load, buf->shape);
-  if (!cheap_only) {
-    std::unordered_map<const Node*, int> loads_per_kernel;
-    for (Node* u : buf->users) {
-      ++node_visit_counter();
-      if (u->op == Op::load && ++loads_per_kernel[u->enclosing_kernel()] > 1) {
-        cheap_only = true;
-        break;
-      }
-    }
-  }
+  if (!cheap_only) cheap_only = counts.repeated(buf);
   for (Node* s = k2->parent; s && !cheap_only; s = s->parent)
     if (s->op == Op::loop && !k1->inside(s)) cheap_only = true;
   Cone cone(k1, cheap_only ? kCheapRecomputeCost : kMaxRecomputeCost);
@@ -289,8 +315,12 @@ bool fuse_one(Program& p, Node* load, Positions& pos, std::vector<Node*>& new_lo
   for (Node* n : cone.keep) {
     Node* c = map.at(n);
     pos.set(c, at);
-    if (c->op == Op::load) new_loads.push_back(c);
+    if (c->op == Op::load) {
+      new_loads.push_back(c);
+      counts.added(c);
+    }
   }
+  counts.removed(load);
   p.replace_all_uses(load, value);
   p.erase(load);
   return true;
@@ -315,13 +345,14 @@ bool fuse_loads(Program& p) {
     });
     std::reverse(work.begin(), work.end());
     bool any = false;
+    LoadCounts counts;
     std::vector<Node*> fresh;
     while (!work.empty()) {
       Node* l = work.back();
       work.pop_back();
       if (!candidate(l)) continue;
       fresh.clear();
-      if (!fuse_one(p, l, pos, fresh)) continue;
+      if (!fuse_one(p, l, pos, counts, fresh)) continue;
       any = true;
       // Copies are made in program order, so ids order them: the first is tried first.
       std::sort(fresh.begin(), fresh.end(), [](const Node* a, const Node* b) { return a->id > b->id; });
