@@ -122,7 +122,8 @@ Node* sole_identity_store(Node* buf) {
 
 class Cone {
  public:
-  Cone(Node* k, int64_t limit) : k_(k), limit_(limit) {}
+  // `copies`: nodes earlier fusions of this pass made (by id; see fuse_loads).
+  Cone(Node* k, int64_t limit, const std::vector<char>& copies) : k_(k), limit_(limit), copies_(copies) {}
 
   // Adds v and everything in the kernel it depends on. False if some part cannot be recomputed
   // or the cone costs more than the limit (it is then never recomputed, so the walk stops
@@ -136,8 +137,11 @@ class Cone {
     }
     if (v->op == Op::store || v->op == Op::atomic) return false;
     keep.insert(v);
-    cost_ += node_cost(v);
+    const int64_t c = node_cost(v);
+    cost_ += c;
     if (cost_ > limit_) return false;
+    const size_t id = static_cast<size_t>(v->id);
+    if (id < copies_.size() && copies_[id]) copied.emplace_back(v, c);
     for (Node* o : v->operands)
       if (!add(o)) return false;
     for (Node* s = v->parent; s != k_; s = s->parent)
@@ -182,8 +186,47 @@ class Cone {
 
   Node* k_;
   int64_t limit_;
+  const std::vector<char>& copies_;
   int64_t cost_ = 0;
+
+ public:
+  std::vector<std::pair<Node*, int64_t>> copied;  // nodes of the cone that earlier fusions made, with their cost
 };
+
+// The cost of the cone's copies (nodes an earlier fusion made) that k1 still computes after
+// this fusion: all of them when the store stays (other loads of the buffer remain), else those
+// that something outside the cone needs. A recomputation is recomputed again only when that
+// duplicated part is cheap: each fusion is judged alone, so copies of copies that k1 keeps would
+// grow a chain (v_{k+1} = v_k + sin(u_k) unrolled: every step's kernel recomputed the dozens of
+// steps before it, up to the cost limit: kernels 20x larger and 10x slower), while a copy that
+// moves on (its only consumer takes it) duplicates nothing.
+int64_t duplicated_copy_cost(const Cone& cone, const Node* st, bool store_stays) {
+  int64_t total = 0;
+  if (cone.copied.empty()) return 0;
+  if (store_stays) {
+    for (const auto& [n, c] : cone.copied) total += c;
+    return total;
+  }
+  std::unordered_set<const Node*> shared;
+  std::vector<const Node*> work;
+  for (Node* n : cone.keep)
+    for (Node* u : n->users) {
+      ++node_visit_counter();
+      if (u != st && !cone.keep.count(u)) {
+        if (shared.insert(n).second) work.push_back(n);
+        break;
+      }
+    }
+  while (!work.empty()) {
+    const Node* n = work.back();
+    work.pop_back();
+    for (Node* o : n->operands)
+      if (cone.keep.count(o) && shared.insert(o).second) work.push_back(o);
+  }
+  for (const auto& [n, c] : cone.copied)
+    if (shared.count(n)) total += c;
+  return total;
+}
 
 // The stores and atomics into memory m (from its user list: no walk over the program).
 template <class F>
@@ -233,6 +276,7 @@ Node* in_mode_range(Builder& b, Node* load, int a, Node* k) {
 class LoadCounts {
  public:
   bool repeated(const Node* buf) { return entry(buf).repeated > 0; }
+  int total(const Node* buf) { return entry(buf).total; }
   void added(const Node* load) { change(load, +1); }
   void removed(const Node* load) { change(load, -1); }
 
@@ -240,6 +284,7 @@ class LoadCounts {
   struct Entry {
     std::unordered_map<const Node*, int> per_kernel;
     int repeated = 0;  // kernels with more than one load
+    int total = 0;     // loads
   };
   Entry& entry(const Node* buf) {
     auto it = m_.find(buf);
@@ -247,13 +292,16 @@ class LoadCounts {
     Entry& e = m_[buf];
     for (Node* u : buf->users) {
       ++node_visit_counter();
-      if (u->op == Op::load && ++e.per_kernel[u->enclosing_kernel()] == 2) ++e.repeated;
+      if (u->op != Op::load) continue;
+      ++e.total;
+      if (++e.per_kernel[u->enclosing_kernel()] == 2) ++e.repeated;
     }
     return e;
   }
   void change(const Node* load, int by) {
     auto it = m_.find(load->operand(0));
     if (it == m_.end()) return;  // counted from the users when first asked
+    it->second.total += by;
     int& n = it->second.per_kernel[load->enclosing_kernel()];
     if (by > 0 && ++n == 2) ++it->second.repeated;
     if (by < 0 && n-- == 2) --it->second.repeated;
@@ -262,7 +310,8 @@ class LoadCounts {
 };
 
 // Fuses `load` if legal and cheap; the loads of the recomputation are appended to `new_loads`.
-bool fuse_one(Program& p, Node* load, Positions& pos, LoadCounts& counts, std::vector<Node*>& new_loads) {
+bool fuse_one(Program& p, Node* load, Positions& pos, LoadCounts& counts, std::vector<char>& copies,
+              std::vector<Node*>& new_loads) {
   Node* buf = load->operand(0);
   Node* st = sole_identity_store(buf);
   if (!st) return false;
@@ -281,8 +330,9 @@ bool fuse_one(Program& p, Node* load, Positions& pos, LoadCounts& counts, std::v
   if (!cheap_only) cheap_only = counts.repeated(buf);
   for (Node* s = k2->parent; s && !cheap_only; s = s->parent)
     if (s->op == Op::loop && !k1->inside(s)) cheap_only = true;
-  Cone cone(k1, cheap_only ? kCheapRecomputeCost : kMaxRecomputeCost);
+  Cone cone(k1, cheap_only ? kCheapRecomputeCost : kMaxRecomputeCost, copies);
   if (!cone.add(v)) return false;
+  if (duplicated_copy_cost(cone, st, counts.total(buf) > 1) > kCheapRecomputeCost) return false;
   if (cone.reads.count(buf) || written_between(k1, load, cone.reads, pos)) return false;
   // Other threads of the consumer may write what the recomputation reads before it runs.
   bool consumer_writes = false;
@@ -315,6 +365,8 @@ bool fuse_one(Program& p, Node* load, Positions& pos, LoadCounts& counts, std::v
   for (Node* n : cone.keep) {
     Node* c = map.at(n);
     pos.set(c, at);
+    if (static_cast<size_t>(c->id) >= copies.size()) copies.resize(static_cast<size_t>(c->id) * 2 + 1, 0);
+    copies[static_cast<size_t>(c->id)] = 1;
     if (c->op == Op::load) {
       new_loads.push_back(c);
       counts.added(c);
@@ -337,6 +389,7 @@ bool fuse_loads(Program& p) {
     return n->op == Op::load && !n->dead && !n->flat && n->operand(0)->op == Op::buffer && n->enclosing_kernel();
   };
   bool changed = false;
+  std::vector<char> copies;  // by node id: made by a fusion of this pass
   for (int sweep = 0; sweep < 64; ++sweep) {
     Positions pos = program_positions(p);
     std::vector<Node*> work;  // a stack: the next load is at the back
@@ -352,7 +405,7 @@ bool fuse_loads(Program& p) {
       work.pop_back();
       if (!candidate(l)) continue;
       fresh.clear();
-      if (!fuse_one(p, l, pos, counts, fresh)) continue;
+      if (!fuse_one(p, l, pos, counts, copies, fresh)) continue;
       any = true;
       // Copies are made in program order, so ids order them: the first is tried first.
       std::sort(fresh.begin(), fresh.end(), [](const Node* a, const Node* b) { return a->id > b->id; });
