@@ -224,6 +224,12 @@ class Program {
   int num_outputs = 0;
   int next_kernel_id = 0;
 
+  // The id the next created node gets (ids are unique in a program; the interpreter indexes by
+  // them). reserve_ids raises it so nodes given saved ids (deserialize_program) never collide
+  // with later ones.
+  int next_id() const { return next_id_; }
+  void reserve_ids(int next) { if (next > next_id_) next_id_ = next; }
+
  private:
   void drop_dim_uses(Node* n);
   std::vector<std::unique_ptr<Node>> arena_;
