@@ -5,16 +5,21 @@
 // covered with no edit); and truncated or corrupted input throws ember::Error, never crashes.
 #include <gtest/gtest.h>
 
+#include <stdlib.h>
+
 #include <cstring>
+#include <filesystem>
 #include <random>
 
 #include "codegen/c_printer.h"
 #include "codegen/dialect.h"
+#include "backends/compile_cache.h"
 #include "core/ir/builder.h"
 #include "core/ir/printer.h"
 #include "core/ir/serialize.h"
 #include "core/ir/verifier.h"
 #include "core/passes/pipeline.h"
+#include "ember/ember.h"
 #include "programs.h"
 
 using namespace ember;
@@ -71,6 +76,8 @@ struct Case {
   std::function<std::unique_ptr<Program>()> build;
   bool interpret_traced = true;  // false: grid-synchronous loops run only after fuse_kernels
 };
+
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
 
 std::vector<Case> corpus() {
   std::vector<Case> out;
@@ -316,6 +323,139 @@ TEST(Serialize, CorruptedInputThrowsOrLoadsAValidProgram) {
   }
   // The structural checks do reject most corruptions (the rest changed a value or an attribute).
   EXPECT_GT(rejected_unchecked, loaded_unchecked);
+}
+
+// ---- The program cache (CompiledProgram) ----
+
+// Sets an environment variable for one test (nullptr: unset) and restores it.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old, had_ = true;
+    if (value) setenv(name, value, 1); else unsetenv(name);
+  }
+  ~ScopedEnv() {
+    if (had_) setenv(name_.c_str(), old_.c_str(), 1); else unsetenv(name_.c_str());
+  }
+
+ private:
+  std::string name_, old_;
+  bool had_ = false;
+};
+
+// A fresh cache directory for one test, with the switches that turn the program cache off unset.
+struct FreshCache {
+  std::string dir = [] {
+    std::string t = (std::filesystem::temp_directory_path() / "ember-progcache-XXXXXX").string();
+    return std::string(mkdtemp(t.data()));
+  }();
+  ScopedEnv cache{"EMBER_CACHE_DIR", dir.c_str()};
+  ScopedEnv verify{"EMBER_VERIFY", nullptr};
+  ScopedEnv on{"EMBER_PROGRAM_CACHE", nullptr};
+  ScopedEnv debug{"EMBER_DEBUG", nullptr};
+  ~FreshCache() {
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+  }
+  int entries(const std::string& ext) const {
+    int n = 0;
+    for (const auto& e : std::filesystem::directory_iterator(dir)) n += e.path().extension() == "." + ext;
+    return n;
+  }
+};
+
+TEST(ProgramCache, ASecondCompileLoadsTheLoweredProgram) {
+  FreshCache cache;
+  int programs = 0;
+  for (const TestProgram& tp : test_programs()) {
+    // A few programs (each compiles its kernels with the C++ compiler): a host loop, a kernel
+    // with control flow and atomics, a reduction, register tiles.
+    if (tp.name != "host_loop" && tp.name != "explicit_kernel" && tp.name != "softmax" && tp.name != "matmul_tiles")
+      continue;
+    ++programs;
+    SCOPED_TRACE(tp.name);
+    CompiledProgram a(tp.build(), "cpu");
+    CompiledProgram b(tp.build(), "cpu");
+    EXPECT_FALSE(a.stats().program_cache_hit);
+    EXPECT_FALSE(a.stats().passes.empty());
+    EXPECT_TRUE(b.stats().program_cache_hit);
+    EXPECT_TRUE(b.stats().passes.empty());
+    EXPECT_EQ(a.stats().program_cache_key, b.stats().program_cache_key);
+    EXPECT_EQ(print_program(b.program()), print_program(a.program()));
+    EXPECT_EQ(b.stats().kernels, a.stats().kernels);
+    EXPECT_TRUE(b.stats().cache_hit);  // the same kernel source: the kernels come from the cache
+    std::mt19937 rng(3);
+    std::vector<ArgValue> args = random_args(a.program(), rng, 6);
+    EXPECT_EQ(same_bits(a.run(copy_args(args)), b.run(copy_args(args))), "");
+    EXPECT_EQ(b.ir("fuse_kernels"), a.ir("fuse_kernels"));
+    EXPECT_EQ(b.ir("traced"), a.ir("traced"));
+  }
+  EXPECT_EQ(programs, 4);
+  EXPECT_EQ(cache.entries("prog"), programs);
+}
+
+TEST(ProgramCache, APassErrorIsRaisedEveryTimeAndNothingIsSaved) {
+  FreshCache cache;
+  // An add of [N] and [M] operands: check_shapes rejects it with the user's line.
+  auto bad = [] {
+    auto p = std::make_unique<Program>();
+    Builder b(*p);
+    Node* n = b.shape_arg("N");
+    Node* m = b.shape_arg("M");
+    Node* x = b.input(DType::f32, {n}, 0, "x");
+    Node* y = b.input(DType::f32, {m}, 1, "y");
+    Node* s = b.raw(Op::add, DType::f32, {n}, {x, y});
+    s->loc = SourceLoc{"bad.py", 7};
+    b.output(s, 0);
+    p->num_outputs = 1;
+    return p;
+  };
+  std::string first;
+  for (int i = 0; i < 2; ++i) {
+    try {
+      CompiledProgram cp(bad(), "cpu");
+      ADD_FAILURE() << "compiled";
+    } catch (const ShapeError& e) {
+      if (i == 0) first = e.what();
+      EXPECT_EQ(e.what(), first);
+      EXPECT_NE(first.find("bad.py:7"), std::string::npos) << first;
+    }
+  }
+  EXPECT_EQ(cache.entries("prog"), 0);
+}
+
+TEST(ProgramCache, ABadEntryIsRebuiltAndTheSwitchesTurnItOff) {
+  FreshCache cache;
+  const std::string key = CompiledProgram(test_programs()[0].build(), "cpu").stats().program_cache_key;
+  ASSERT_EQ(key.rfind("prog-", 0), 0u);
+  const std::string path = cache.dir + "/" + key + ".prog";
+  std::string bytes;
+  ASSERT_TRUE(read_file(path, bytes));
+  // Garbage with a matching checksum file: the loader refuses it; the entry is written anew.
+  write_file_atomic(path, bytes.substr(0, bytes.size() / 2));
+  std::string sum;
+  ASSERT_TRUE(read_file(cache.dir + "/" + key + ".sum", sum));
+  {
+    std::string half = bytes.substr(0, bytes.size() / 2);
+    write_file_atomic(cache.dir + "/" + key + ".sum",
+                      sum.substr(0, sum.find('\n')) + "\n" + key + "\n" + content_hash(half) + " " +
+                          std::to_string(half.size()) + "\n");
+  }
+  {
+    CompiledProgram cp(test_programs()[0].build(), "cpu");
+    EXPECT_FALSE(cp.stats().program_cache_hit);
+  }
+  std::string again;
+  ASSERT_TRUE(read_file(path, again));
+  EXPECT_EQ(again, bytes);
+  EXPECT_TRUE(CompiledProgram(test_programs()[0].build(), "cpu").stats().program_cache_hit);
+  for (auto [name, value] : {std::pair{"EMBER_PROGRAM_CACHE", "0"}, {"EMBER_VERIFY", "1"}, {"EMBER_DEBUG", "time"}}) {
+    ScopedEnv off(name, value);
+    CompiledProgram cp(test_programs()[0].build(), "cpu");
+    EXPECT_FALSE(cp.stats().program_cache_hit) << name;
+    EXPECT_EQ(cp.stats().program_cache_key, "") << name;
+    EXPECT_FALSE(cp.stats().passes.empty()) << name;
+  }
 }
 
 }  // namespace
