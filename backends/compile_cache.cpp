@@ -199,10 +199,15 @@ std::mutex& cache_key_mutex(const std::string& key) {
 std::string disk_entry_path(const std::string& key, const std::string& ext) { return cache_dir() + "/" + key + "." + ext; }
 
 bool disk_entry_check(const std::string& key, const std::string& ext) {
+  std::string bytes;
+  return disk_entry_read(key, ext, bytes);
+}
+
+bool disk_entry_read(const std::string& key, const std::string& ext, std::string& bytes) {
   std::string path = disk_entry_path(key, ext);
   std::error_code ec;
   if (!fs::exists(path, ec)) return false;
-  std::string bytes, sum;
+  std::string sum;
   const bool read = read_file(path, bytes);
   const bool has_sum = read_file(disk_entry_path(key, "sum"), sum);
   if (read && has_sum && sum == sum_text(key, bytes)) return true;

@@ -44,6 +44,8 @@ std::string disk_entry_path(const std::string& key, const std::string& ext);
 // Whether `<key>.<ext>` exists and matches `<key>.sum`; a mismatching or partial entry is
 // removed with a warning (so it gets rebuilt) and false returned.
 bool disk_entry_check(const std::string& key, const std::string& ext);
+// disk_entry_check that also hands back the entry's bytes (read once) when it is good.
+bool disk_entry_read(const std::string& key, const std::string& ext, std::string& bytes);
 // Warns that `<key>.<ext>` is not usable (`why`: e.g. the loader rejected it) and removes it.
 void disk_entry_corrupt(const std::string& key, const std::string& ext, const std::string& why);
 // Publishes a finished artifact: writes `<key>.sum`, then renames `tmp_path` to `<key>.<ext>`.

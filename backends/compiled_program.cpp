@@ -1,16 +1,110 @@
 // CompiledProgram: a traced program taken through the pipeline and compiled for one backend;
-// calls run the host plan in the interpreter, dispatching kernels through the backend.
-#include <chrono>
-#include <cstdlib>
+// calls run the host plan in the interpreter, dispatching kernels through the backend. The
+// lowered program is kept in the program cache (disk entries `<key>.prog`), so a later process
+// compiling the same program skips the pipeline.
+#include <dlfcn.h>
+#include <strings.h>
+#include <sys/stat.h>
 
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "backends/compile_cache.h"
 #include "codegen/c_printer.h"
 #include "core/ir/printer.h"
+#include "core/ir/serialize.h"
+#include "core/ir/verifier.h"
 #include "ember/ember.h"
 
 namespace ember {
 
-CompiledProgram::CompiledProgram(std::unique_ptr<Program> traced, const std::string& backend)
-    : prog_(std::move(traced)) {
+namespace {
+
+constexpr const char* kProgramExt = "prog";
+
+// Off with EMBER_PROGRAM_CACHE=0 (or off/false), in the tests' verifier mode (EMBER_VERIFY: the
+// pipeline must run to be verified) and with EMBER_DEBUG=ir|time (the passes' output is asked for).
+bool program_cache_enabled(bool verify) {
+  if (verify) return false;
+  if (const char* e = std::getenv("EMBER_PROGRAM_CACHE");
+      e && (std::strcmp(e, "0") == 0 || strcasecmp(e, "off") == 0 || strcasecmp(e, "false") == 0))
+    return false;
+  const char* d = std::getenv("EMBER_DEBUG");
+  return !(d && (std::strstr(d, "ir") || std::strstr(d, "time")));
+}
+
+// This Ember build: the version, plus the size and time of the binary holding the pipeline, so a
+// rebuilt Ember (same version, other passes) never loads programs an older build lowered.
+const std::string& build_id() {
+  static const std::string id = [] {
+    std::string s = EMBER_VERSION;
+    struct stat st {};
+    Dl_info info{};
+    const bool found = dladdr(reinterpret_cast<void*>(&run_pipeline), &info) && info.dli_fname &&
+                       ::stat(info.dli_fname, &st) == 0;
+    if (found || ::stat("/proc/self/exe", &st) == 0)
+      s += " " + std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino) + " " + std::to_string(st.st_size) + " " +
+           std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec);
+    return s;
+  }();
+  return id;
+}
+
+// Everything the lowered program depends on: the traced program (its text and the attributes the
+// text leaves out, such as source lines), the backend and the pipeline options it sets, this
+// build, and the formats. No environment variable changes what the passes produce (EMBER_DEBUG
+// only prints; EMBER_TAPE_BUDGET_MB acts at trace time, so the traced text shows it).
+std::string program_cache_key(const Program& traced, const std::string& traced_text, const std::string& backend,
+                              const PipelineOptions& opt) {
+  std::string keyed = traced_text;
+  keyed += '\0';
+  keyed += unprinted_attributes(traced);
+  keyed += '\0' + backend + '\0';
+  keyed += opt.lower_groups ? "lower_groups " : "";
+  keyed += opt.tile_threads ? "tile_threads" : "";
+  keyed += '\0' + std::string(EMBER_VERSION) + '\0' + std::to_string(kProgramFormatVersion) + '\0' +
+           program_schema_id() + '\0' + build_id();
+  return "prog-" + content_hash(keyed);
+}
+
+std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
+
+// The cached lowered program, or null: none saved, or a bad entry (removed with a warning, so
+// the caller lowers the program again and saves a good one).
+std::unique_ptr<Program> load_program(const std::string& key) {
+  std::string bytes;
+  if (!disk_entry_read(key, kProgramExt, bytes)) return nullptr;
+  try {
+    return deserialize_program(bytes, VerifyOptions{true});
+  } catch (const Error& e) {
+    disk_entry_corrupt(key, kProgramExt, first_line(e.what()));
+    return nullptr;
+  }
+}
+
+void save_program(const std::string& key, const Program& p) {
+  std::string bytes;
+  try {
+    bytes = serialize_program(p);
+  } catch (const Error& e) {
+    std::fprintf(stderr, "ember: warning: the program cache cannot save %s: %s\n", p.name.c_str(), e.what());
+    return;
+  }
+  try {
+    const std::string tmp = cache_temp_path(key, ".prog");
+    write_file_atomic(tmp, bytes);
+    disk_entry_commit(key, kProgramExt, tmp);
+  } catch (const BackendError& e) {
+    cache_unwritable(e.what());
+  }
+}
+
+}  // namespace
+
+CompiledProgram::CompiledProgram(std::unique_ptr<Program> traced, const std::string& backend,
+                                 const std::string& traced_text) {
   backend_name_ = resolve_backend(backend);
   backend_ = make_backend(backend_name_);
   PipelineOptions& opt = options_;
@@ -19,8 +113,25 @@ CompiledProgram::CompiledProgram(std::unique_ptr<Program> traced, const std::str
   opt.lower_groups = backend_->lowers_groups();
   opt.tile_threads = backend_->tiles_threads();
   auto t0 = std::chrono::steady_clock::now();
-  traced_ = clone_program(*prog_);
-  stats_.passes = run_pipeline(*prog_, opt);
+  std::string key;
+  if (program_cache_enabled(opt.verify)) {
+    key = program_cache_key(*traced, traced_text.empty() ? print_program(*traced) : traced_text, backend_name_, opt);
+    prog_ = load_program(key);
+  }
+  stats_.program_cache_key = key;
+  if (prog_) {
+    stats_.program_cache_hit = true;
+    traced_ = std::move(traced);  // never lowered: ir(stage) lowers a copy of it
+  } else {
+    traced_ = clone_program(*traced);
+    prog_ = std::move(traced);
+    stats_.passes = run_pipeline(*prog_, opt);
+    if (opt.verify) {  // every lowered program the tests verify must survive the program cache's format
+      std::unique_ptr<Program> back = deserialize_program(serialize_program(*prog_), VerifyOptions{true});
+      EMBER_INTERNAL_ASSERT(print_program(*back) == print_program(*prog_),
+                            "serialize_program changed the lowered program " << prog_->name);
+    }
+  }
   stats_.passes_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   prog_->for_each([&](Node* n) {
     stats_.kernels += n->op == Op::kernel;
@@ -32,6 +143,8 @@ CompiledProgram::CompiledProgram(std::unique_ptr<Program> traced, const std::str
   stats_.compile_ms = info.compile_ms;
   stats_.cache_hit = info.cache_hit;
   stats_.cache_key = info.cache_key;
+  // Saved once the kernels compiled too: a program that fails anywhere is never cached.
+  if (!key.empty() && !stats_.program_cache_hit) save_program(key, *prog_);
 }
 
 std::vector<HostTensor> CompiledProgram::run(const std::vector<ArgValue>& args) {

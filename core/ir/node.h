@@ -229,6 +229,12 @@ class Program {
   // One past the largest node id: passes index dense per-node tables by Node::id.
   int id_bound() const { return next_id_; }
 
+  // The id the next created node gets (ids are unique in a program; the interpreter indexes by
+  // them). reserve_ids raises it so nodes given saved ids (deserialize_program) never collide
+  // with later ones.
+  int next_id() const { return next_id_; }
+  void reserve_ids(int next) { if (next > next_id_) next_id_ = next; }
+
  private:
   void drop_dim_uses(Node* n);
   // Gives the children of `scope` evenly spaced `order` labels (when an insertion finds no gap).

@@ -16,13 +16,14 @@ class Verifier {
  public:
   Verifier(const Program& p, const VerifyOptions& o) : p_(p), opt_(o) {
     int k = 0;
+    pos_.reserve(static_cast<size_t>(p.next_id()));
     pos_[p.root()] = k++;
     p.for_each([&](Node* n) { pos_[n] = k++; });
   }
 
   void run() {
     scope(p_.root());
-    use_lists();
+    if (opt_.use_lists) use_lists();
   }
 
  private:
@@ -147,14 +148,22 @@ class Verifier {
   // x->dim_users holds u exactly as often as u->shape holds x, for every live node reachable
   // from the program (unlinked users included). Linear in the number of uses.
   void use_lists() {
+    // Pointers mixed (multiply-xorshift): `a * 31 ^ b` of nearby heap addresses collides so much
+    // that this check took most of the verifier's time on large programs.
     struct PairHash {
       size_t operator()(const std::pair<const Node*, const Node*>& k) const {
-        return std::hash<const void*>()(k.first) * 31u ^ std::hash<const void*>()(k.second);
+        uint64_t h = reinterpret_cast<uintptr_t>(k.first) * 0x9e3779b97f4a7c15ull;
+        h ^= reinterpret_cast<uintptr_t>(k.second) + 0x632be59bd9b4e019ull + (h << 6) + (h >> 2);
+        h *= 0xbf58476d1ce4e5b9ull;
+        return static_cast<size_t>(h ^ (h >> 31));
       }
     };
     // (def, user) -> uses listed by the user minus uses listed by the def; all zero when in sync.
     std::unordered_map<std::pair<const Node*, const Node*>, int, PairHash> ops, dims;
     std::unordered_set<const Node*> done;
+    ops.reserve(2 * pos_.size());
+    dims.reserve(2 * pos_.size());
+    done.reserve(pos_.size());
     std::vector<const Node*> work;
     auto visit = [&](const Node* x) {
       if (!x->dead && done.insert(x).second) work.push_back(x);

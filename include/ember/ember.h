@@ -24,12 +24,22 @@ struct ProgramStats {
   std::vector<PassRecord> passes;
   std::string cache_key;
   int64_t tape_bytes = 0;  // autodiff tape (and checkpoint) bytes the last call allocated
+  // The program cache: the lowered program was loaded from `<program_cache_key>.prog` instead of
+  // running the pipeline (then `passes` is empty and passes_ms is the load time). The key is
+  // empty when the program cache is off (EMBER_PROGRAM_CACHE=0, EMBER_VERIFY, EMBER_DEBUG=ir|time).
+  bool program_cache_hit = false;
+  std::string program_cache_key;
 };
 
-// A traced program taken through the pipeline and compiled for one backend.
+// A traced program taken through the pipeline and compiled for one backend. The lowered program
+// is kept in the disk cache (the program cache, `<key>.prog`, keyed by the traced text, its
+// unprinted attributes, the backend, its pipeline options and this Ember build): a later process
+// compiling the same program loads it instead of running the pipeline.
 class CompiledProgram {
  public:
-  CompiledProgram(std::unique_ptr<Program> traced, const std::string& backend);
+  // `traced_text`: print_program(*traced) when the caller has it already (the Python front end
+  // prints it when tracing); printed here when empty.
+  CompiledProgram(std::unique_ptr<Program> traced, const std::string& backend, const std::string& traced_text = {});
   // Runs the program: arguments by position; one tensor per return value.
   std::vector<HostTensor> run(const std::vector<ArgValue>& args);
   int kernel_count() const { return stats_.kernels; }
@@ -46,7 +56,7 @@ class CompiledProgram {
 
  private:
   std::unique_ptr<Program> prog_;
-  std::unique_ptr<Program> traced_;  // a copy as traced, for ir(stage)
+  std::unique_ptr<Program> traced_;  // as traced (a copy when prog_ was lowered from it), for ir(stage)
   PipelineOptions options_;
   std::unique_ptr<Backend> backend_;
   std::unique_ptr<KernelRunner> runner_;

@@ -171,7 +171,9 @@ class Program:
         self._trace()
         tr, self._tracer = self._tracer, None
         try:
-            self._compiled[be] = _C.CompiledProgram(tr, be)
+            # The traced text is the program cache's key (printed from this tracer's program by
+            # _trace), passed so that it is not printed twice.
+            self._compiled[be] = _C.CompiledProgram(tr, be, self._traced_text)
         except BaseException:
             self._traced_text = None  # the tracer gave its program away: trace again next time
             raise
@@ -276,8 +278,17 @@ class Program:
 
     @property
     def stats(self):
-        """Compile statistics: passes [{name, ms, changed}], passes_ms, codegen_ms, compile_ms,
-        cache_hit, kernels, buffers, cache_key."""
+        """Compile statistics: passes [{name, ms, changed, visits}], passes_ms, codegen_ms, compile_ms,
+        cache_hit (every kernel came from the compile cache), kernels, buffers, cache_key, tape_bytes,
+        program_cache_hit and program_cache_key.
+
+        The program cache keeps each lowered program on disk ($EMBER_CACHE_DIR, `<program_cache_key>.prog`),
+        keyed by the traced IR, its source lines, the backend and this Ember build. When a process
+        compiles a program another process lowered already, program_cache_hit is True: the pipeline
+        did not run, `passes` is empty and passes_ms is the time it took to load the saved program.
+        EMBER_PROGRAM_CACHE=0 turns the program cache off, and so do EMBER_VERIFY=1 and
+        EMBER_DEBUG=ir|time (then program_cache_key is empty). ir(stage) works either way: stages
+        other than "final" run the pipeline on a copy of the traced program when first asked for."""
         return self._compile().stats
 
 

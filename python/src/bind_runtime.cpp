@@ -126,16 +126,20 @@ py::dict stats_dict(const ProgramStats& s) {
   d["buffers"] = s.buffers;
   d["cache_key"] = s.cache_key;
   d["tape_bytes"] = s.tape_bytes;
+  d["program_cache_hit"] = s.program_cache_hit;
+  d["program_cache_key"] = s.program_cache_key;
   return d;
 }
 
 void bind_program(py::module_& m) {
   py::class_<CompiledProgram>(m, "CompiledProgram", "A traced program compiled for one backend.")
-      .def(py::init([](Tracer& tracer, const std::string& backend) {
+      .def(py::init([](Tracer& tracer, const std::string& backend, const std::string& traced_text) {
         std::unique_ptr<Program> p = tracer.release();
         py::gil_scoped_release nogil;
-        return std::make_unique<CompiledProgram>(std::move(p), backend);
-      }), py::arg("tracer"), py::arg("backend"), "Takes the tracer's program through the pipeline and compiles it.")
+        return std::make_unique<CompiledProgram>(std::move(p), backend, traced_text);
+      }), py::arg("tracer"), py::arg("backend"), py::arg("traced_text") = std::string(),
+         "Takes the tracer's program through the pipeline (or loads it from the program cache) and compiles it; "
+         "`traced_text`: tracer.print(), when the caller has it.")
       .def("run", [](CompiledProgram& cp, const py::list& args) {
         std::vector<ArgValue> in;
         in.reserve(args.size());
@@ -170,6 +174,8 @@ void bind_program(py::module_& m) {
         w.erase(std::unique(w.begin(), w.end()), w.end());
         return w;
       }, "Positions of the tensor arguments the program stores into.");
+  m.def("_content_hash", [](const py::bytes& b) { return content_hash(std::string(b)); },
+        "The compile cache's content hash of some bytes (tests write consistent checksum files with it).");
   m.def("_memory_cache_stats", [] { return py::make_tuple(memory_cache_size(), memory_cache_capacity()); },
         "(entries, capacity) of the process-wide compile memory cache.");
 }

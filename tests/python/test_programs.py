@@ -286,7 +286,11 @@ def test_call_time_errors(rng, backend):
     np.testing.assert_allclose(got.numpy(), X + V * 3 + 2, rtol=1e-6)
 
 
-def test_introspection(rng):
+def test_introspection(rng, monkeypatch):
+    # The pass records are read below: a program-cache hit (the suite run again with the same
+    # cache) would have none. tests/python/test_program_cache.py covers the hit.
+    monkeypatch.setenv("EMBER_PROGRAM_CACHE", "0")
+
     @em.compile
     def f(X: em.f32["N"], Y: em.f32["N"]):
         return em.sqrt(X * X + Y * Y)
@@ -296,7 +300,8 @@ def test_introspection(rng):
     src = f.source("cpp")
     assert isinstance(src, str) and "sqrt" in src and f.source() == src
     st = f.stats
-    for key in ("passes", "passes_ms", "codegen_ms", "compile_ms", "cache_hit", "kernels", "buffers", "cache_key"):
+    for key in ("passes", "passes_ms", "codegen_ms", "compile_ms", "cache_hit", "kernels", "buffers", "cache_key",
+                "program_cache_hit", "program_cache_key"):
         assert key in st, key
     assert st["kernels"] == f.kernel_count and isinstance(st["cache_hit"], bool)
     assert {"name", "ms", "changed"} <= set(st["passes"][0])
