@@ -16,8 +16,11 @@ namespace ember {
 struct CompileInfo {
   double codegen_ms = 0;
   double compile_ms = 0;   // compiler or cache lookup + load
-  bool cache_hit = false;  // true when every kernel came from the memory or disk cache
-  std::string cache_key;
+  bool cache_hit = false;  // true when nothing was compiled (every kernel came from a cache)
+  int distinct_kernels = 0;   // distinct kernel bodies (kernel_signature.h): the code to have
+  int compiled_kernels = 0;   // of those, the ones compiled by this call (cache misses)
+  int translation_units = 0;  // compiler runs of this call: cpu translation units, GPU shaders
+  std::string cache_key;      // identifies the program's set of compiled kernels
 };
 
 class Backend {

@@ -27,8 +27,9 @@ double ms_since(std::chrono::steady_clock::time_point t) {
 }
 
 void log_compile(const Program& p, size_t kernels, const CompileInfo& info, const std::string& device) {
-  std::fprintf(stderr, "ember: %s: %zu kernels, compile %.1f ms (cache %s) on %s\n", p.name.c_str(), kernels,
-               info.codegen_ms + info.compile_ms, info.cache_hit ? "hit" : "miss", device.c_str());
+  std::fprintf(stderr, "ember: %s: %zu kernels (%d distinct, %d compiled), compile %.1f ms (cache %s) on %s\n",
+               p.name.c_str(), kernels, info.distinct_kernels, info.compiled_kernels, info.codegen_ms + info.compile_ms,
+               info.cache_hit ? "hit" : "miss", device.c_str());
 }
 
 std::string first_lines(const std::string& text, int n) {

@@ -9,18 +9,28 @@
 #include <vector>
 
 #include "backends/backend.h"
+#include "backends/compile_jobs.h"
+#include "codegen/c_printer.h"
 
 namespace ember {
 
 // The kernel ABI of the cpp dialect: runs threads [begin, end) of the flattened kernel shape.
 using CpuKernelFn = void (*)(uint32_t* const* mem, const uint32_t* params, int64_t begin, int64_t end);
 
-// A loaded kernel library; dlclose'd when the last runner and the memory cache drop it.
+// A loaded kernel library (one translation unit); dlclose'd when the last kernel using it and the
+// memory cache drop it.
 struct CpuLibrary {
   void* handle = nullptr;
   std::string path;
-  std::unordered_map<std::string, CpuKernelFn> symbols;
+  // The kernel `symbol` in this library, or null.
+  CpuKernelFn find(const std::string& symbol) const;
   ~CpuLibrary();
+};
+
+// One compiled kernel: its function and the library holding it (kept loaded while used).
+struct CpuKernel {
+  std::shared_ptr<CpuLibrary> lib;
+  CpuKernelFn fn = nullptr;
 };
 
 // Compiler command and flags (both are part of the cache key). $EMBER_CXX overrides the
@@ -28,11 +38,13 @@ struct CpuLibrary {
 std::string cpu_compiler();
 const std::vector<std::string>& cpu_flags();
 
-// The library for `source` with every symbol in `symbols` resolved: from the memory cache, the
-// disk cache or a fresh compile. Fills info.compile_ms, cache_hit and cache_key. Throws
-// CompileError when the compiler fails.
-std::shared_ptr<CpuLibrary> cpu_load_library(const std::string& source, const std::vector<std::string>& symbols,
-                                             CompileInfo& info);
+// The functions of printed kernels (distinct texts, so distinct symbols), one per entry, each
+// from the memory cache, the disk cache or a fresh compile; the missing ones are compiled in
+// translation units built concurrently (cpu_compile.cpp says how). Fills info.compile_ms,
+// cache_hit, compiled_kernels, translation_units and cache_key. Throws CompileError when the
+// compiler fails, BackendError when nothing can be written anywhere.
+std::vector<CpuKernel> cpu_load_kernels(const std::vector<const GeneratedKernel*>& kernels, CompileInfo& info,
+                                        const CompileTimeline& timeline);
 
 // make_backend("cpu").
 std::unique_ptr<Backend> make_cpu_backend();

@@ -1,5 +1,7 @@
 // The CPU backend: kernels in the cpp dialect, compiled through the compile cache and called
-// through their C ABI by a KernelRunner (the interpreter runs the host plan).
+// through their C ABI by a KernelRunner (the interpreter runs the host plan). Kernels with equal
+// bodies (kernel_signature.h) are printed and compiled once and share one function; the
+// missing ones are compiled concurrently, one translation unit per job (cpu_compile.cpp).
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -15,8 +17,7 @@ namespace {
 
 class CpuRunner : public KernelRunner {
  public:
-  CpuRunner(std::shared_ptr<CpuLibrary> lib, std::unordered_map<int, CpuKernelFn> fns)
-      : lib_(std::move(lib)), fns_(std::move(fns)) {}
+  explicit CpuRunner(std::unordered_map<int, CpuKernel> fns) : fns_(std::move(fns)) {}
 
   void run_kernel(const Node* kernel, const std::vector<HostTensor*>& memories, const std::vector<uint32_t>& params,
                   const std::vector<int64_t>& dims) override {
@@ -37,12 +38,11 @@ class CpuRunner : public KernelRunner {
       mem = large.data();
     }
     for (size_t i = 0; i < memories.size(); ++i) mem[i] = memories[i]->data;
-    it->second(mem, params.data(), 0, threads);
+    it->second.fn(mem, params.data(), 0, threads);
   }
 
  private:
-  std::shared_ptr<CpuLibrary> lib_;  // keeps the functions loaded
-  std::unordered_map<int, CpuKernelFn> fns_;
+  std::unordered_map<int, CpuKernel> fns_;  // by kernel id; each keeps its library loaded
 };
 
 bool log_info() {
@@ -59,30 +59,32 @@ class CpuBackend : public Backend {
   std::string source(const Program& p) override { return generate_kernels(p, cpp_dialect()); }
 
   std::unique_ptr<KernelRunner> compile(const Program& p, CompileInfo& info) override {
-    auto t0 = std::chrono::steady_clock::now();
-    std::vector<GeneratedKernel> kernels = generate_kernel_list(p, cpp_dialect());
-    std::string text = join_kernels(kernels, cpp_dialect());
-    info.codegen_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    CompileTimeline timeline;
+    const KernelClasses classes = group_kernels(p);
+    const std::vector<DistinctKernel> printed = generate_distinct_kernels(classes, cpp_dialect());
+    // Distinct classes print distinct text in practice; equal text is one function all the same.
+    std::unordered_map<std::string, size_t> by_text;
+    std::vector<const GeneratedKernel*> distinct;
+    std::vector<size_t> code_of(printed.size());
+    for (size_t c = 0; c < printed.size(); ++c) {
+      auto [it, fresh] = by_text.emplace(printed[c].code.source, distinct.size());
+      if (fresh) distinct.push_back(&printed[c].code);
+      code_of[c] = it->second;
+    }
+    info.codegen_ms = timeline.now_ms();
 
-    std::shared_ptr<CpuLibrary> lib;
-    std::unordered_map<int, CpuKernelFn> fns;
-    if (kernels.empty()) {
-      info.compile_ms = 0;
-      info.cache_hit = true;  // nothing to compile
-      info.cache_key.clear();
-    } else {
-      std::vector<std::string> symbols;
-      for (const GeneratedKernel& k : kernels) symbols.push_back(k.symbol);
-      lib = cpu_load_library(text, symbols, info);
-      for (const GeneratedKernel& k : kernels) {
-        EMBER_INTERNAL_ASSERT(!fns.count(k.kernel->index), "two kernels share the id #" << k.kernel->index);
-        fns[k.kernel->index] = lib->symbols.at(k.symbol);
-      }
+    std::vector<CpuKernel> fns = cpu_load_kernels(distinct, info, timeline);
+    std::unordered_map<int, CpuKernel> by_kernel;
+    for (size_t i = 0; i < classes.kernels.size(); ++i) {
+      const Node* k = classes.kernels[i];
+      EMBER_INTERNAL_ASSERT(!by_kernel.count(k->index), "two kernels share the id #" << k->index);
+      by_kernel[k->index] = fns[code_of[static_cast<size_t>(classes.class_of[i])]];
     }
     if (log_info())
-      std::fprintf(stderr, "ember: %s: %zu kernels, compile %.1f ms (cache %s)\n", p.name.c_str(), kernels.size(),
-                   info.codegen_ms + info.compile_ms, info.cache_hit ? "hit" : "miss");
-    return std::make_unique<CpuRunner>(std::move(lib), std::move(fns));
+      std::fprintf(stderr, "ember: %s: %zu kernels (%d distinct, %d compiled in %d units), compile %.1f ms (cache %s)\n",
+                   p.name.c_str(), classes.kernels.size(), info.distinct_kernels, info.compiled_kernels,
+                   info.translation_units, info.codegen_ms + info.compile_ms, info.cache_hit ? "hit" : "miss");
+    return std::make_unique<CpuRunner>(std::move(by_kernel));
   }
 };
 

@@ -1,11 +1,42 @@
-// Compiling generated C++ into a shared library, through the compile cache (memory, then disk,
-// then the system compiler). See backends/compile_cache.h for the disk format.
+// Compiling generated C++ kernels into shared libraries, through the compile cache (memory, then
+// disk, then the system compiler), one kernel at a time: a program that changes one kernel
+// recompiles that kernel only, and a program reuses every kernel another program compiled.
+//
+// Keys. A kernel's key is the hash of its printed text (content-addressed: no program identity,
+// c_printer.h), the cpp prelude, the compiler, its flags, Ember's version and the CPU
+// (machine_id), as `cpuk-<hash>`. A translation unit's key is the hash of its whole text and the
+// same build facts, as `cpu-<hash>`.
+//
+// Memory. The process-wide memory cache (compile_cache.h) maps a kernel key to a CpuKernel (its
+// function and a reference to its library) and a unit key to its loaded library: every library
+// is dlopen'ed once per process, however many kernels or programs use it.
+//
+// Disk ($EMBER_CACHE_DIR, compile_cache.h's checksummed entries). A compiled unit is
+// `<unit key>.so` (its source next to it as `<unit key>.cpp`); each kernel compiled in it gets a
+// small entry `<kernel key>.ref` naming the unit key and the kernel's symbol, so a later process
+// finds each kernel on its own, whatever unit it was compiled in. A reference is never trusted:
+// its checksum is checked, the library it names is checked against its own checksum and loaded,
+// and the symbol must be in it; a reference whose library is missing, corrupt or lacks the symbol
+// is removed with a warning and its kernel compiled again (as a corrupt entry is, compile_cache.h).
+//
+// Compiling. The kernels found nowhere are split into translation units, as many as
+// compile_jobs() (EMBER_COMPILE_JOBS, default one per CPU) and no more than the kernels, balanced
+// by source size (largest first onto the lightest unit); each unit is compiled by the system
+// compiler on its own thread (posix_spawn), then loaded, and its kernels' references written. A
+// unit whose library is already on disk (a reference lost, the same kernels missing again) is
+// loaded, not compiled. EMBER_DEBUG=time prints each unit's start and end.
+//
+// Threads. Several threads may compile programs at once: a kernel being compiled by one call is
+// waited for by the others (an in-flight table), never compiled twice in one process; two
+// processes compiling the same unit write identical bytes, each entry renamed into place whole.
 #include <dlfcn.h>
 #include <link.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -13,9 +44,12 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <sstream>
+#include <unordered_map>
 
 #include "backends/compile_cache.h"
+#include "backends/compile_jobs.h"
 #include "backends/cpu/cpu.h"
 
 extern char** environ;
@@ -98,8 +132,8 @@ void pin_openmp_runtime(void* handle) {
   }
 }
 
-// dlopen + dlsym of every symbol; null (and `error`) when anything is missing.
-std::shared_ptr<CpuLibrary> load(const std::string& path, const std::vector<std::string>& symbols, std::string* error) {
+// dlopen; null (and `error`) when the loader rejects the file.
+std::shared_ptr<CpuLibrary> load(const std::string& path, std::string* error) {
   void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!h) {
     const char* e = dlerror();
@@ -110,14 +144,6 @@ std::shared_ptr<CpuLibrary> load(const std::string& path, const std::vector<std:
   auto lib = std::make_shared<CpuLibrary>();
   lib->handle = h;
   lib->path = path;
-  for (const std::string& s : symbols) {
-    void* f = dlsym(h, s.c_str());
-    if (!f) {
-      *error = "symbol " + s + " is missing from " + path;
-      return nullptr;  // ~CpuLibrary closes the handle
-    }
-    lib->symbols[s] = reinterpret_cast<CpuKernelFn>(f);
-  }
   return lib;
 }
 
@@ -185,8 +211,7 @@ bool build_cached(const std::string& key, const std::string& source, std::string
 // removes the files (the loaded library stays mapped). Throws CompileError when the compiler
 // fails (the directory is then kept, for reading the source), BackendError when no temporary
 // directory can be written.
-std::shared_ptr<CpuLibrary> build_private(const std::string& key, const std::string& source,
-                                          const std::vector<std::string>& symbols) {
+std::shared_ptr<CpuLibrary> build_private(const std::string& key, const std::string& source) {
   std::error_code ec;
   std::string base = std::filesystem::temp_directory_path(ec).string();
   if (ec || base.empty()) base = "/tmp";
@@ -213,10 +238,145 @@ std::shared_ptr<CpuLibrary> build_private(const std::string& key, const std::str
   int rc = compile_file(src, so, dir + "/compile.log", &messages, &argv);
   if (rc != 0) throw compiler_failed(rc, argv, src, messages);
   std::string error;
-  std::shared_ptr<CpuLibrary> lib = load(so, symbols, &error);
+  std::shared_ptr<CpuLibrary> lib = load(so, &error);
   std::filesystem::remove_all(dir, ec);
   if (!lib) throw BackendError("ember: cannot load compiled kernels: " + error);
   return lib;
+}
+
+// What every key holds besides the source: the backend, the compiler and its flags, Ember's
+// version and the CPU.
+std::string build_facts() {
+  std::string f = "cpu";
+  f += '\0' + cpu_compiler();
+  for (const std::string& flag : cpu_flags()) f += ' ' + flag;
+  f += '\0' + std::string(EMBER_VERSION) + '\0' + machine_id();
+  return f;
+}
+
+std::string kernel_key(const GeneratedKernel& k, const std::string& facts) {
+  return "cpuk-" + content_hash(cpp_dialect().prelude + '\0' + k.source + '\0' + facts);
+}
+
+std::string unit_key(const std::string& text, const std::string& facts) {
+  return "cpu-" + content_hash(text + '\0' + facts);
+}
+
+bool is_unit_key(const std::string& s) {
+  if (s.size() != 4 + 32 || s.rfind("cpu-", 0) != 0) return false;
+  for (size_t i = 4; i < s.size(); ++i)
+    if (!std::isxdigit(static_cast<unsigned char>(s[i]))) return false;
+  return true;
+}
+
+constexpr const char* kRefHeader = "ember-kernel-ref 1";
+
+// The library of unit `unit`: from the memory cache, the disk cache or, when `text` is given,
+// compiled from it (`*compiled`; `*on_disk` false when the cache directory could not take it
+// and it was built privately). Null when `text` is null and the library is nowhere usable (a
+// corrupt one is warned about and removed).
+std::shared_ptr<CpuLibrary> unit_library(const std::string& unit, const std::string* text, bool* compiled,
+                                         bool* on_disk) {
+  *compiled = false;
+  *on_disk = true;
+  if (auto a = memory_cache_get(unit)) return std::static_pointer_cast<CpuLibrary>(a);
+  std::lock_guard<std::mutex> lock(cache_key_mutex(unit));
+  if (auto a = memory_cache_get(unit)) return std::static_pointer_cast<CpuLibrary>(a);
+  std::shared_ptr<CpuLibrary> lib;
+  std::string error;
+  if (disk_entry_check(unit, "so")) {
+    lib = load(disk_entry_path(unit, "so"), &error);
+    if (!lib) disk_entry_corrupt(unit, "so", "the loader rejected it: " + error);  // loadable entries only
+  }
+  if (!lib && text) {
+    *compiled = true;
+    std::string reason;
+    if (build_cached(unit, *text, &reason)) {
+      lib = load(disk_entry_path(unit, "so"), &error);
+      if (!lib) throw BackendError("ember: cannot load compiled kernels: " + error);
+    } else {
+      // The cache directory cannot be written (or the compiler failed there): compile privately.
+      // A compiler error raises here; if it succeeds, the cache was the problem.
+      lib = build_private(unit, *text);
+      cache_unwritable(reason);
+      *on_disk = false;
+    }
+  }
+  if (lib) memory_cache_put(unit, lib);
+  return lib;
+}
+
+// The kernel `symbol` through its disk reference `<key>.ref`; null when there is none or it is not
+// usable (then warned about and removed, so the kernel is compiled again).
+std::shared_ptr<CpuKernel> from_reference(const std::string& key, const std::string& symbol) {
+  if (!disk_entry_check(key, "ref")) return nullptr;
+  std::string text;
+  if (!read_file(disk_entry_path(key, "ref"), text)) {
+    disk_entry_corrupt(key, "ref", "unreadable");
+    return nullptr;
+  }
+  std::istringstream is(text);
+  std::string header, unit, sym;
+  std::getline(is, header);
+  std::getline(is, unit);
+  std::getline(is, sym);
+  if (header != kRefHeader || !is_unit_key(unit) || sym != symbol) {
+    disk_entry_corrupt(key, "ref", "not a reference to this kernel");
+    return nullptr;
+  }
+  bool compiled = false, on_disk = true;
+  std::shared_ptr<CpuLibrary> lib = unit_library(unit, nullptr, &compiled, &on_disk);
+  if (!lib) {
+    disk_entry_corrupt(key, "ref", "the library it names, '" + disk_entry_path(unit, "so") + "', is missing or not usable");
+    return nullptr;
+  }
+  CpuKernelFn fn = lib->find(symbol);
+  if (!fn) {
+    disk_entry_corrupt(key, "ref", "the library it names, '" + lib->path + "', has no " + symbol);
+    return nullptr;
+  }
+  return std::make_shared<CpuKernel>(CpuKernel{lib, fn});
+}
+
+// Writes `<key>.ref` naming the unit that holds the kernel; a cache that cannot be written only
+// costs compile time later (one warning per process).
+void write_reference(const std::string& key, const std::string& unit, const std::string& symbol) {
+  try {
+    const std::string tmp = cache_temp_path(key, ".ref");
+    write_file_atomic(tmp, std::string(kRefHeader) + "\n" + unit + "\n" + symbol + "\n");
+    disk_entry_commit(key, "ref", tmp);
+  } catch (const BackendError& e) {
+    cache_unwritable(e.what());
+  }
+}
+
+// Splits kernels `missing` into at most `jobs` units of about equal source size (largest first,
+// each onto the lightest unit); each unit's kernels in key order, so equal sets give equal units.
+std::vector<std::vector<size_t>> split_units(const std::vector<const GeneratedKernel*>& kernels,
+                                             const std::vector<std::string>& keys, std::vector<size_t> missing,
+                                             int jobs) {
+  const size_t n = std::min(missing.size(), static_cast<size_t>(std::max(jobs, 1)));
+  std::vector<std::vector<size_t>> units(n);
+  std::vector<size_t> load(n, 0);
+  std::stable_sort(missing.begin(), missing.end(),
+                   [&](size_t a, size_t b) { return kernels[a]->source.size() > kernels[b]->source.size(); });
+  for (size_t i : missing) {
+    const size_t u = static_cast<size_t>(std::min_element(load.begin(), load.end()) - load.begin());
+    units[u].push_back(i);
+    load[u] += kernels[i]->source.size();
+  }
+  for (auto& u : units) std::sort(u.begin(), u.end(), [&](size_t a, size_t b) { return keys[a] < keys[b]; });
+  return units;
+}
+
+// Kernels being compiled by some call in this process: other calls wait for them.
+struct InFlight {
+  std::mutex mu;
+  std::unordered_map<std::string, std::shared_future<std::shared_ptr<CpuKernel>>> pending;
+};
+InFlight& in_flight() {
+  static InFlight* f = new InFlight;  // never destroyed
+  return *f;
 }
 
 }  // namespace
@@ -243,49 +403,121 @@ const std::vector<std::string>& cpu_flags() {
   return flags;
 }
 
-std::shared_ptr<CpuLibrary> cpu_load_library(const std::string& source, const std::vector<std::string>& symbols,
-                                             CompileInfo& info) {
-  auto t0 = std::chrono::steady_clock::now();
-  std::string keyed = source;
-  keyed += '\0';
-  keyed += "cpu";
-  keyed += '\0' + cpu_compiler();
-  for (const std::string& f : cpu_flags()) keyed += ' ' + f;
-  keyed += '\0' + std::string(EMBER_VERSION) + '\0' + machine_id();
-  std::string key = "cpu-" + content_hash(keyed);
-  info.cache_key = key;
+CpuKernelFn CpuLibrary::find(const std::string& symbol) const {
+  return handle ? reinterpret_cast<CpuKernelFn>(dlsym(handle, symbol.c_str())) : nullptr;
+}
 
-  auto finish = [&](std::shared_ptr<CpuLibrary> lib, bool hit) {
-    info.cache_hit = hit;
-    info.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    return lib;
-  };
-  if (auto a = memory_cache_get(key)) return finish(std::static_pointer_cast<CpuLibrary>(a), true);
-
-  std::lock_guard<std::mutex> lock(cache_key_mutex(key));
-  if (auto a = memory_cache_get(key)) return finish(std::static_pointer_cast<CpuLibrary>(a), true);
-  std::string path = disk_entry_path(key, "so"), error;
-  std::shared_ptr<CpuLibrary> lib;
-  bool hit = false;
-  if (disk_entry_check(key, "so")) {
-    lib = load(path, symbols, &error);
-    if (lib) hit = true;
-    else disk_entry_corrupt(key, "so", "the loader rejected it: " + error);  // loadable entries only
+std::vector<CpuKernel> cpu_load_kernels(const std::vector<const GeneratedKernel*>& kernels, CompileInfo& info,
+                                        const CompileTimeline& timeline) {
+  const double t0 = timeline.now_ms();
+  const size_t n = kernels.size();
+  const std::string facts = build_facts();
+  std::vector<std::string> keys(n);
+  std::string all;
+  for (size_t i = 0; i < n; ++i) {
+    keys[i] = kernel_key(*kernels[i], facts);
+    all += keys[i] + ";";
   }
-  if (!lib) {
-    std::string reason;
-    if (build_cached(key, source, &reason)) {
-      lib = load(path, symbols, &error);
-      if (!lib) throw BackendError("ember: cannot load compiled kernels: " + error);
-    } else {
-      // The cache directory cannot be written (or the compiler failed there): compile privately.
-      // A compiler error raises here; if it succeeds, the cache was the problem.
-      lib = build_private(key, source, symbols);
-      cache_unwritable(reason);
+  info.cache_key = n ? "cpu-" + content_hash(all) : "";
+  info.distinct_kernels = static_cast<int>(n);
+  info.compiled_kernels = info.translation_units = 0;
+
+  // Claim the kernels no other call is compiling; the others are waited for at the end.
+  std::vector<std::shared_ptr<CpuKernel>> got(n);
+  std::vector<std::promise<std::shared_ptr<CpuKernel>>> promises(n);
+  std::vector<char> owned(n, 0), done(n, 0);
+  std::vector<std::pair<size_t, std::shared_future<std::shared_ptr<CpuKernel>>>> waiting;
+  size_t in_memory = 0;
+  InFlight& fl = in_flight();
+  {
+    std::lock_guard<std::mutex> lock(fl.mu);
+    for (size_t i = 0; i < n; ++i) {
+      if (auto a = memory_cache_get(keys[i])) {
+        got[i] = std::static_pointer_cast<CpuKernel>(a);
+        ++in_memory;
+      } else if (auto it = fl.pending.find(keys[i]); it != fl.pending.end()) {
+        waiting.emplace_back(i, it->second);
+      } else {
+        fl.pending.emplace(keys[i], promises[i].get_future().share());
+        owned[i] = 1;
+      }
     }
   }
-  memory_cache_put(key, lib);
-  return finish(lib, hit);
+  auto publish = [&](size_t i) {
+    memory_cache_put(keys[i], got[i]);
+    {
+      std::lock_guard<std::mutex> lock(fl.mu);
+      fl.pending.erase(keys[i]);
+    }
+    done[i] = 1;
+    promises[i].set_value(got[i]);
+  };
+
+  size_t from_disk = 0;
+  std::vector<size_t> missing;
+  try {
+    for (size_t i = 0; i < n; ++i) {
+      if (!owned[i]) continue;
+      if ((got[i] = from_reference(keys[i], kernels[i]->symbol))) {
+        ++from_disk;
+        publish(i);
+      } else {
+        missing.push_back(i);
+      }
+    }
+    const double t1 = timeline.now_ms();
+    timeline.unit("cpu cache lookup (" + std::to_string(in_memory) + " in memory, " + std::to_string(from_disk) +
+                      " on disk, " + std::to_string(missing.size()) + " missing" +
+                      (waiting.empty() ? "" : ", " + std::to_string(waiting.size()) + " compiled by another call") + ")",
+                  t0, t1, n);
+
+    const std::vector<std::vector<size_t>> units = split_units(kernels, keys, missing, compile_jobs());
+    std::vector<char> compiled(units.size(), 0);
+    parallel_for(units.size(), static_cast<int>(units.size()), [&](size_t u) {
+      const double start = timeline.now_ms();
+      std::vector<const GeneratedKernel*> list;
+      for (size_t i : units[u]) list.push_back(kernels[i]);
+      const std::string text = join_kernels(list, cpp_dialect());
+      const std::string unit = unit_key(text, facts);
+      bool built = false, on_disk = true;
+      std::shared_ptr<CpuLibrary> lib = unit_library(unit, &text, &built, &on_disk);
+      for (size_t i : units[u]) {
+        CpuKernelFn fn = lib->find(kernels[i]->symbol);
+        if (!fn) throw BackendError("ember: compiled kernels '" + lib->path + "' lack " + kernels[i]->symbol);
+        got[i] = std::make_shared<CpuKernel>(CpuKernel{lib, fn});
+        if (on_disk) write_reference(keys[i], unit, kernels[i]->symbol);
+        publish(i);
+      }
+      compiled[u] = built;
+      timeline.unit("cpu unit " + std::to_string(u + 1) + "/" + std::to_string(units.size()) + " " + unit +
+                        " cpp->so " + std::to_string((text.size() + 1023) / 1024) + " KiB (" +
+                        (built ? "compiled" : "library on disk") + ")",
+                    start, timeline.now_ms(), units[u].size());
+    });
+    for (size_t u = 0; u < units.size(); ++u)
+      if (compiled[u]) {
+        ++info.translation_units;
+        info.compiled_kernels += static_cast<int>(units[u].size());
+      }
+  } catch (...) {
+    // Calls waiting for the kernels this one claimed get the same error.
+    for (size_t i = 0; i < n; ++i)
+      if (owned[i] && !done[i]) {
+        {
+          std::lock_guard<std::mutex> lock(fl.mu);
+          fl.pending.erase(keys[i]);
+        }
+        promises[i].set_exception(std::current_exception());
+      }
+    throw;
+  }
+  for (auto& [i, f] : waiting) got[i] = f.get();
+
+  std::vector<CpuKernel> out(n);
+  for (size_t i = 0; i < n; ++i) out[i] = *got[i];
+  info.cache_hit = info.compiled_kernels == 0;
+  info.compile_ms = timeline.now_ms() - t0;
+  return out;
 }
 
 }  // namespace ember

@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "backends/backend.h"
+#include "backends/compile_jobs.h"
 #include "backends/gpu_kernel.h"
 #include "codegen/c_printer.h"
 #include "codegen/dialect.h"
@@ -57,6 +58,10 @@ struct Context {
   std::string device_key;       // identifies renderer + driver in cache keys
   int binary_formats = 0;       // GL_NUM_PROGRAM_BINARY_FORMATS
   bool float_atomic_add = false;  // GL_NV_shader_atomic_float
+  // GL_KHR_parallel_shader_compile or GL_ARB_parallel_shader_compile: the driver compiles on its
+  // own threads (as many as compile_jobs()) and reports completion (opengl_compile.cpp).
+  enum class ParallelCompile { none, khr, arb };
+  ParallelCompile parallel_compile = ParallelCompile::none;
   int max_storage_blocks = 0;   // GL_MAX_COMPUTE_SHADER_STORAGE_BLOCKS
   int64_t max_storage_bytes = 0;  // GL_MAX_SHADER_STORAGE_BLOCK_SIZE
   int max_uniform_block_bytes = 0;
@@ -151,6 +156,14 @@ std::string shader_source(const GeneratedKernel& k, const Dialect& d, const Kern
 // The program for a shader: from the memory cache, a program binary in the disk cache (when
 // Context::program_binaries) or the driver's compiler. Inside a Scope. Throws CompileError.
 std::shared_ptr<GlProgram> compile_program(const std::string& source, ProgramSource* from);
+// The same for distinct shaders at once: the ones to compile are compiled and linked as one batch
+// (in parallel where the driver can, see opengl_compile.cpp); start and end on `timeline`.
+struct ProgramBuild {
+  std::shared_ptr<GlProgram> program;
+  ProgramSource from = ProgramSource::compiled;
+  double start_ms = 0, end_ms = 0;
+};
+std::vector<ProgramBuild> compile_programs(const std::vector<std::string>& sources, const CompileTimeline& timeline);
 
 // One compiled kernel as the runner dispatches it.
 struct KernelProgram {

@@ -1,11 +1,15 @@
-// The OpenGL backend: every kernel of the lowered program is printed as its own compute shader
-// in the glsl dialect's OpenGL 4.5 variant, compiled and linked by the driver (or loaded as a
-// program binary from the compile cache), and the returned runner dispatches them while the
-// interpreter runs the host plan. EMBER_DEBUG=time prints per-shader times.
+// The OpenGL backend: every distinct kernel of the lowered program (kernels with equal bodies,
+// kernel_signature.h, share one shader) is printed as its own compute shader in the glsl
+// dialect's OpenGL 4.5 variant on compile_jobs() threads, then compiled and linked by the driver
+// as one batch on the context's thread (in parallel where the driver has
+// GL_KHR_parallel_shader_compile; opengl_compile.cpp), or loaded as a program binary from the
+// compile cache; the returned runner dispatches them while the interpreter runs the host plan.
+// EMBER_DEBUG=time prints each shader's time, start and end.
 #include <chrono>
 #include <cstdio>
 
 #include "backends/compile_cache.h"
+#include "backends/compile_jobs.h"
 #include "backends/gpu_runtime.h"
 #include "backends/opengl/opengl.h"
 
@@ -22,50 +26,85 @@ class OpenGLBackend : public Backend {
   bool lowers_groups() const override { return false; }
 
   std::string source(const Program& p) override {
+    const KernelClasses classes = group_kernels(p);
     std::string out;
-    for (const Node* k : program_kernels(p)) {
+    for (size_t c = 0; c < classes.size(); ++c) {
+      const Node* k = classes.representative(c);
       const KernelLayout layout = kernel_layout(k);
       const Dialect& d = kernel_dialect(layout);
-      out += (out.empty() ? "" : "\n") + shader_source(generate_kernel(k, d), d, layout);
+      out += (out.empty() ? "" : "\n") +
+             annotate_shader(shader_source(generate_kernel(k, d), d, layout), classes.members[c], d);
     }
     return out;
   }
 
   std::unique_ptr<KernelRunner> compile(const Program& p, CompileInfo& info) override {
-    const bool show_time = debug_time();
-    std::unordered_map<int, KernelProgram> kernels;
-    bool all_hit = true;
-    std::string keys;
-    info.codegen_ms = info.compile_ms = 0;
+    CompileTimeline timeline;
+    const KernelClasses classes = group_kernels(p);
+
+    // Print each class's shader on the pool (no GL calls); equal texts are one shader.
+    struct Printed {
+      KernelLayout layout;
+      GeneratedKernel code;
+      std::string source;
+    };
+    std::vector<Printed> printed(classes.size());
+    parallel_for(classes.size(), compile_jobs(), [&](size_t c) {
+      const Node* k = classes.representative(c);
+      Printed& pr = printed[c];
+      pr.layout = kernel_layout(k);
+      pr.code = generate_kernel(k, kernel_dialect(pr.layout));
+      pr.source = shader_source(pr.code, kernel_dialect(pr.layout), pr.layout);
+    });
+    std::unordered_map<std::string, size_t> by_text;
+    std::vector<size_t> shader_of(classes.size()), first, users;
+    std::vector<std::string> sources;
+    for (size_t c = 0; c < classes.size(); ++c) {
+      auto [it, fresh] = by_text.emplace(printed[c].source, first.size());
+      if (fresh) {
+        first.push_back(c);
+        users.push_back(0);
+        sources.push_back(printed[c].source);
+      }
+      shader_of[c] = it->second;
+      users[it->second] += classes.members[c].size();
+    }
+    info.codegen_ms = timeline.now_ms();
+
     Scope scope;
-    for (const Node* k : program_kernels(p)) {
-      auto t0 = std::chrono::steady_clock::now();
-      const KernelLayout layout = kernel_layout(k);
-      const Dialect& d = kernel_dialect(layout);
-      const GeneratedKernel g = generate_kernel(k, d);
-      const std::string src = shader_source(g, d, layout);
-      const double gen_ms = ms_since(t0);
-      auto t1 = std::chrono::steady_clock::now();
-      ProgramSource from = ProgramSource::compiled;
-      KernelProgram kp;
-      kp.program = compile_program(src, &from);
-      kp.symbol = g.symbol;
-      kp.spill_from = layout.spill_from;
+    const std::vector<ProgramBuild> built = compile_programs(sources, timeline);
+    std::vector<KernelProgram> programs(first.size());
+    std::string keys;
+    info.distinct_kernels = static_cast<int>(first.size());
+    info.compiled_kernels = 0;
+    for (size_t s = 0; s < first.size(); ++s) {
+      const Printed& pr = printed[first[s]];
+      const Node* k = classes.representative(first[s]);
+      KernelProgram& kp = programs[s];
+      kp.program = built[s].program;
+      kp.symbol = pr.code.symbol;
+      kp.spill_from = pr.layout.spill_from;
       kp.access = memory_accesses(k);
       kp.loops = find_loops(k);
-      const double compile_ms = ms_since(t1);
-      EMBER_INTERNAL_ASSERT(!kernels.count(k->index), "two kernels share the id #" << k->index);
-      kernels.emplace(k->index, std::move(kp));
-      info.codegen_ms += gen_ms;
-      info.compile_ms += compile_ms;
-      all_hit &= from != ProgramSource::compiled;
-      keys += g.symbol + ";";
-      if (show_time)
-        std::fprintf(stderr, "ember: shader %-22s glsl->program %8.3f ms (%s)\n", g.symbol.c_str(), compile_ms,
-                     program_source_name(from));
+      info.compiled_kernels += built[s].from == ProgramSource::compiled;
+      keys += pr.code.symbol + ";";
+      if (timeline.enabled()) {
+        char text[256];
+        std::snprintf(text, sizeof text, "shader %-22s glsl->program %8.3f ms (%s)", pr.code.symbol.c_str(),
+                      built[s].end_ms - built[s].start_ms, program_source_name(built[s].from));
+        timeline.unit(text, built[s].start_ms, built[s].end_ms, users[s]);
+      }
     }
-    info.cache_hit = all_hit;
+    info.translation_units = info.compiled_kernels;
+    std::unordered_map<int, KernelProgram> kernels;
+    for (size_t i = 0; i < classes.kernels.size(); ++i) {
+      const Node* k = classes.kernels[i];
+      EMBER_INTERNAL_ASSERT(!kernels.count(k->index), "two kernels share the id #" << k->index);
+      kernels.emplace(k->index, programs[shader_of[static_cast<size_t>(classes.class_of[i])]]);
+    }
+    info.cache_hit = info.compiled_kernels == 0;
     info.cache_key = kernels.empty() ? "" : std::string(name()) + "-" + content_hash(keys);
+    info.compile_ms = timeline.now_ms() - info.codegen_ms;
     if (log_info()) log_compile(p, kernels.size(), info, context().description);
     return make_runner(std::move(kernels), written_inputs(p));
   }

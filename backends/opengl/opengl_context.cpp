@@ -168,6 +168,13 @@ void describe(Context& c) {
   if (c.renderer.rfind("llvmpipe", 0) == 0) c.loop_limit = 65535;  // LP_MAX_TGSI_LOOP_ITERATIONS, as lavapipe
   glGetIntegerv(GL_NUM_PROGRAM_BINARY_FORMATS, &c.binary_formats);
   c.float_atomic_add = has_gl_extension("GL_NV_shader_atomic_float");
+  if (has_gl_extension("GL_KHR_parallel_shader_compile") && glMaxShaderCompilerThreadsKHR) {
+    c.parallel_compile = Context::ParallelCompile::khr;
+    glMaxShaderCompilerThreadsKHR(static_cast<GLuint>(compile_jobs()));
+  } else if (has_gl_extension("GL_ARB_parallel_shader_compile") && glMaxShaderCompilerThreadsARB) {
+    c.parallel_compile = Context::ParallelCompile::arb;
+    glMaxShaderCompilerThreadsARB(static_cast<GLuint>(compile_jobs()));
+  }
   glGetIntegerv(GL_MAX_COMPUTE_SHADER_STORAGE_BLOCKS, &c.max_storage_blocks);
   GLint64 bytes = 0;
   glGetInteger64v(GL_MAX_SHADER_STORAGE_BLOCK_SIZE, &bytes);
@@ -183,7 +190,13 @@ void describe(Context& c) {
   }
   const std::string log = env("EMBER_LOG"), debug = env("EMBER_DEBUG");
   if (log == "info" || debug.find("time") != std::string::npos) {
-    std::fprintf(stderr, "ember: OpenGL context: %s\n", c.description.c_str());
+    std::fprintf(stderr, "ember: OpenGL context: %s; shaders compiled %s\n", c.description.c_str(),
+                 c.parallel_compile == Context::ParallelCompile::none
+                     ? "one after another (no GL_KHR/ARB_parallel_shader_compile)"
+                     : ("in parallel by the driver (GL_" +
+                        std::string(c.parallel_compile == Context::ParallelCompile::khr ? "KHR" : "ARB") +
+                        "_parallel_shader_compile, " + std::to_string(compile_jobs()) + " threads)")
+                           .c_str());
     if (c.binary_formats == 0 || env("EMBER_OPENGL_PROGRAM_BINARY") == "0")
       std::fprintf(stderr, "ember: OpenGL: %s; compiled programs are not cached on disk (each new process compiles "
                    "its shaders)\n",

@@ -1,11 +1,15 @@
-// The Vulkan backend: every kernel of the lowered program is printed as its own compute shader
-// (glsl dialect for "vulkan", hlsl for "vulkan-hlsl"), compiled to SPIR-V by shaderc through
-// the compile cache, and made a pipeline; the returned runner dispatches them while the
-// interpreter runs the host plan. EMBER_DEBUG=time prints per-shader times.
+// The Vulkan backend: every distinct kernel of the lowered program (kernels with equal bodies,
+// kernel_signature.h, share one shader) is printed as its own compute shader (glsl dialect for
+// "vulkan", hlsl for "vulkan-hlsl"), compiled to SPIR-V by shaderc through the compile cache, and
+// made a pipeline; the returned runner dispatches them while the interpreter runs the host plan.
+// Shaders are printed, then compiled and made pipelines, on compile_jobs() threads (shaderc's
+// compiler and the device's object creation are thread-safe; the pipeline cache is internally
+// synchronized). EMBER_DEBUG=time prints each shader's times and its start and end.
 #include <chrono>
 #include <cstdio>
 
 #include "backends/compile_cache.h"
+#include "backends/compile_jobs.h"
 #include "backends/gpu_runtime.h"
 #include "backends/vulkan/vulkan.h"
 #include "codegen/c_printer.h"
@@ -23,60 +27,100 @@ class VulkanBackend : public Backend {
   bool lowers_groups() const override { return false; }
 
   std::string source(const Program& p) override {
+    const KernelClasses classes = group_kernels(p);
     std::string out;
-    for (const Node* k : program_kernels(p)) {
+    for (size_t c = 0; c < classes.size(); ++c) {
+      const Node* k = classes.representative(c);
       const Dialect& d = kernel_dialect(lang_, kernel_layout(k, lang_));
-      out += (out.empty() ? "" : "\n") + shader_source(generate_kernel(k, d), d);
+      out += (out.empty() ? "" : "\n") + annotate_shader(shader_source(generate_kernel(k, d), d), classes.members[c], d);
     }
     return out;
   }
 
   std::unique_ptr<KernelRunner> compile(const Program& p, CompileInfo& info) override {
-    const bool show_time = debug_time();
-    std::unordered_map<int, KernelBinary> kernels;
-    bool all_hit = true, any_created = false;
-    std::string keys;
-    info.codegen_ms = info.compile_ms = 0;
-    for (const Node* k : program_kernels(p)) {
-      auto t0 = std::chrono::steady_clock::now();
-      const KernelLayout layout = kernel_layout(k, lang_);
-      const Dialect& d = kernel_dialect(lang_, layout);
-      const GeneratedKernel g = generate_kernel(k, d);
-      const std::string src = shader_source(g, d);
-      const std::string entry = lang_ == Language::hlsl ? g.symbol : "main";
-      const double gen_ms = ms_since(t0);
-      auto t1 = std::chrono::steady_clock::now();
-      bool hit = false, created = false;
-      auto spirv = compile_spirv(src, lang_, entry, &hit);
-      const double spirv_ms = ms_since(t1);
-      auto t2 = std::chrono::steady_clock::now();
-      const int bindings = static_cast<int>(k->memories.size()) + (layout.params_in_buffer ? 1 : 0);
-      const uint32_t push = layout.params_in_buffer ? 0u : static_cast<uint32_t>((k->params.size() + kGpuHeaderWords) * 4);
+    CompileTimeline timeline;
+    const KernelClasses classes = group_kernels(p);
+    const int jobs = compile_jobs();
+
+    // Print each class's shader (on the pool); equal texts are one shader.
+    struct Printed {
+      KernelLayout layout;
+      GeneratedKernel code;
+      std::string source;
+    };
+    std::vector<Printed> printed(classes.size());
+    parallel_for(classes.size(), jobs, [&](size_t c) {
+      const Node* k = classes.representative(c);
+      Printed& pr = printed[c];
+      pr.layout = kernel_layout(k, lang_);
+      const Dialect& d = kernel_dialect(lang_, pr.layout);
+      pr.code = generate_kernel(k, d);
+      pr.source = shader_source(pr.code, d);
+    });
+    std::unordered_map<std::string, size_t> by_text;
+    std::vector<size_t> shader_of(classes.size()), first;  // class -> shader; shader -> its first class
+    std::vector<size_t> users;                             // kernels per shader
+    for (size_t c = 0; c < classes.size(); ++c) {
+      auto [it, fresh] = by_text.emplace(printed[c].source, first.size());
+      if (fresh) {
+        first.push_back(c);
+        users.push_back(0);
+      }
+      shader_of[c] = it->second;
+      users[it->second] += classes.members[c].size();
+    }
+    info.codegen_ms = timeline.now_ms();
+
+    // SPIR-V and pipelines (on the pool).
+    struct Built {
       KernelBinary kb;
-      kb.pipeline = make_pipeline(*spirv, entry, bindings, push, &created);
-      kb.params_in_buffer = layout.params_in_buffer;
-      kb.access = memory_accesses(k);
-      kb.loops = find_loops(k);
-      const double pipe_ms = ms_since(t2);
+      bool hit = false, created = false;
+    };
+    std::vector<Built> built(first.size());
+    parallel_for(first.size(), jobs, [&](size_t s) {
+      const Printed& pr = printed[first[s]];
+      const Node* k = classes.representative(first[s]);
+      const std::string entry = lang_ == Language::hlsl ? pr.code.symbol : "main";
+      const double t0 = timeline.now_ms();
+      Built& b = built[s];
+      auto spirv = compile_spirv(pr.source, lang_, entry, &b.hit);
+      const double t1 = timeline.now_ms();
+      const int bindings = static_cast<int>(k->memories.size()) + (pr.layout.params_in_buffer ? 1 : 0);
+      const uint32_t push =
+          pr.layout.params_in_buffer ? 0u : static_cast<uint32_t>((k->params.size() + kGpuHeaderWords) * 4);
+      b.kb.pipeline = make_pipeline(*spirv, entry, bindings, push, &b.created);
+      b.kb.params_in_buffer = pr.layout.params_in_buffer;
+      b.kb.access = memory_accesses(k);
+      b.kb.loops = find_loops(k);
+      const double t2 = timeline.now_ms();
+      if (timeline.enabled()) {
+        char text[256];
+        std::snprintf(text, sizeof text, "shader %-22s %s->spirv %8.3f ms (%s), pipeline %8.3f ms%s",
+                      pr.code.symbol.c_str(), language_name(lang_), t1 - t0, b.hit ? "cache hit" : "compiled", t2 - t1,
+                      b.created ? "" : " (in memory)");
+        timeline.unit(text, t0, t2, users[s]);
+      }
+    });
+    bool any_created = false;
+    std::string keys;
+    info.distinct_kernels = static_cast<int>(first.size());
+    info.compiled_kernels = 0;
+    for (size_t s = 0; s < built.size(); ++s) {
+      info.compiled_kernels += built[s].hit ? 0 : 1;
+      any_created |= built[s].created;
+      keys += printed[first[s]].code.symbol + ";";
+    }
+    info.translation_units = info.compiled_kernels;
+    if (any_created) save_pipeline_cache();
+    std::unordered_map<int, KernelBinary> kernels;
+    for (size_t i = 0; i < classes.kernels.size(); ++i) {
+      const Node* k = classes.kernels[i];
       EMBER_INTERNAL_ASSERT(!kernels.count(k->index), "two kernels share the id #" << k->index);
-      kernels.emplace(k->index, std::move(kb));
-      info.codegen_ms += gen_ms;
-      info.compile_ms += spirv_ms + pipe_ms;
-      all_hit &= hit;
-      any_created |= created;
-      keys += g.symbol + ";";
-      if (show_time)
-        std::fprintf(stderr, "ember: shader %-22s %s->spirv %8.3f ms (%s), pipeline %8.3f ms%s\n", g.symbol.c_str(),
-                     language_name(lang_), spirv_ms, hit ? "cache hit" : "compiled", pipe_ms,
-                     created ? "" : " (in memory)");
+      kernels.emplace(k->index, built[shader_of[static_cast<size_t>(classes.class_of[i])]].kb);
     }
-    if (any_created) {
-      auto t = std::chrono::steady_clock::now();
-      save_pipeline_cache();
-      info.compile_ms += ms_since(t);
-    }
-    info.cache_hit = all_hit;
+    info.cache_hit = info.compiled_kernels == 0;
     info.cache_key = kernels.empty() ? "" : std::string(name()) + "-" + content_hash(keys);
+    info.compile_ms = timeline.now_ms() - info.codegen_ms;
 
     // Inputs the program stores into: their device copies are written back after each run.
     std::vector<int> written = written_inputs(p);

@@ -18,8 +18,11 @@ struct ProgramStats {
   double passes_ms = 0;
   double codegen_ms = 0;
   double compile_ms = 0;
-  bool cache_hit = false;
+  bool cache_hit = false;     // nothing was compiled: every kernel came from a cache
   int kernels = 0;
+  int distinct_kernels = 0;   // distinct kernel bodies (one compiled function or shader each)
+  int compiled_kernels = 0;   // distinct kernels compiled by this compile (per-kernel cache misses)
+  int translation_units = 0;  // compiler runs: cpu translation units, GPU shaders
   int buffers = 0;
   std::vector<PassRecord> passes;
   std::string cache_key;

@@ -278,9 +278,14 @@ class Program:
 
     @property
     def stats(self):
-        """Compile statistics: passes [{name, ms, changed, visits}], passes_ms, codegen_ms, compile_ms,
-        cache_hit (every kernel came from the compile cache), kernels, buffers, cache_key, tape_bytes,
-        program_cache_hit and program_cache_key.
+        """Compile statistics: passes [{name, ms, changed, visits}], passes_ms, codegen_ms (printing
+        the distinct kernels), compile_ms (cache lookups, compiler runs and loading), kernels (the
+        kernel count), distinct_kernels (distinct kernel bodies: kernels bound to other buffers or
+        params but otherwise equal share one compiled function or shader), compiled_kernels (the
+        distinct kernels this compile had to compile: per-kernel cache misses), translation_units
+        (compiler runs: cpu translation units compiled concurrently, or GPU shaders), cache_hit
+        (True when nothing was compiled), buffers, cache_key, tape_bytes (autodiff tape of the
+        last call), program_cache_hit and program_cache_key.
 
         The program cache keeps each lowered program on disk ($EMBER_CACHE_DIR, `<program_cache_key>.prog`),
         keyed by the traced IR, its source lines, the backend and this Ember build. When a process

@@ -123,6 +123,9 @@ py::dict stats_dict(const ProgramStats& s) {
   d["compile_ms"] = s.compile_ms;
   d["cache_hit"] = s.cache_hit;
   d["kernels"] = s.kernels;
+  d["distinct_kernels"] = s.distinct_kernels;
+  d["compiled_kernels"] = s.compiled_kernels;
+  d["translation_units"] = s.translation_units;
   d["buffers"] = s.buffers;
   d["cache_key"] = s.cache_key;
   d["tape_bytes"] = s.tape_bytes;

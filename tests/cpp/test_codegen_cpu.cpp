@@ -269,7 +269,11 @@ TEST_F(CodegenCpu, SourceIsDeterministicAndNamesKernels) {
   EXPECT_EQ(sa, make_backend("cpu")->source(*a));
   std::vector<GeneratedKernel> ks = generate_kernel_list(*a, cpp_dialect());
   ASSERT_EQ(ks.size(), 1u);
-  EXPECT_EQ(ks[0].symbol.rfind("ember_k0_", 0), 0u) << ks[0].symbol;
+  // Content-addressed: "ember_" and 16 hex digits of the text, no kernel id.
+  EXPECT_EQ(ks[0].symbol.rfind("ember_", 0), 0u) << ks[0].symbol;
+  EXPECT_EQ(ks[0].symbol.size(), 6u + 16u) << ks[0].symbol;
+  EXPECT_EQ(ks[0].source.find("#0"), std::string::npos) << ks[0].source;
+  EXPECT_NE(sa.find("// kernel #0\n"), std::string::npos) << sa;  // the listing names the kernel
   EXPECT_NE(sa.find("extern \"C\" void " + ks[0].symbol + "("), std::string::npos) << sa;
   EXPECT_NE(ks[0].symbol, generate_kernel_list(*d, cpp_dialect())[0].symbol);
   EXPECT_NE(sa.find("#pragma omp parallel for"), std::string::npos);
@@ -290,6 +294,15 @@ TEST_F(CodegenCpu, EveryElementwiseOpHasATemplate) {
       }
 }
 
+// Files of the cache directory `dir` ending in `ext`.
+std::vector<std::string> cache_entries(const std::string& dir, const std::string& ext) {
+  std::vector<std::string> out;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.path().extension() == ext) out.push_back(e.path().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 TEST_F(CodegenCpu, CacheMemoryThenDiskThenRebuildsCorruptEntries) {
   std::string dir = dir_ + "/cache-test";
   setenv("EMBER_CACHE_DIR", dir.c_str(), 1);
@@ -301,14 +314,22 @@ TEST_F(CodegenCpu, CacheMemoryThenDiskThenRebuildsCorruptEntries) {
     CompileInfo info;
     auto runner = make_backend("cpu")->compile(*p, info);
     EXPECT_EQ(info.cache_hit, expect_hit) << what;
+    EXPECT_EQ(info.compiled_kernels, expect_hit ? 0 : 1) << what;
+    EXPECT_EQ(info.translation_units, expect_hit ? 0 : 1) << what;
+    EXPECT_EQ(info.distinct_kernels, 1) << what;
     std::vector<HostTensor> got = interpret(*p, deep_copy(args), runner.get());
     EXPECT_EQ(std::memcmp(got[0].data, want[0].data, 4000), 0) << what;
     std::printf("  [%s] codegen %.2f ms, compile %.2f ms, hit %d\n", what, info.codegen_ms, info.compile_ms, info.cache_hit);
     return info.cache_key;
   };
   std::string key = compile_and_check(false, "cold");
-  std::string so = dir + "/" + key + ".so", sum = dir + "/" + key + ".sum";
-  EXPECT_TRUE(fs::exists(so) && fs::exists(sum) && fs::exists(dir + "/" + key + ".cpp"));
+  // One translation unit (`<unit>.so`, its `.cpp` and `.sum`) and the kernel's reference to it.
+  std::vector<std::string> libs = cache_entries(dir, ".so"), refs = cache_entries(dir, ".ref");
+  ASSERT_EQ(libs.size(), 1u);
+  ASSERT_EQ(refs.size(), 1u);
+  const std::string so = libs[0], unit = so.substr(0, so.size() - 3), sum = unit + ".sum";
+  const std::string ref = refs[0], ref_sum = ref.substr(0, ref.size() - 4) + ".sum";
+  EXPECT_TRUE(fs::exists(sum) && fs::exists(unit + ".cpp") && fs::exists(ref_sum));
   EXPECT_EQ(compile_and_check(true, "memory hit"), key);
   memory_cache_clear();
   compile_and_check(true, "disk hit");
@@ -325,7 +346,23 @@ TEST_F(CodegenCpu, CacheMemoryThenDiskThenRebuildsCorruptEntries) {
   memory_cache_clear();
   fs::remove(sum);
   compile_and_check(false, "missing .sum");
+  memory_cache_clear();
+  fs::remove(so);
+  compile_and_check(false, "library deleted");
+  memory_cache_clear();
+  {  // a reference whose checksum no longer matches: removed, the kernel found again from source
+    std::string bytes;
+    ASSERT_TRUE(read_file(ref, bytes));
+    std::ofstream(ref, std::ios::binary | std::ios::trunc) << bytes.substr(0, bytes.size() - 3) << "xyz";
+  }
+  ::testing::internal::CaptureStderr();
+  compile_and_check(true, "corrupt .ref, library on disk");  // the unit is loaded, nothing compiled
+  std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find(ref), std::string::npos) << err;
+  EXPECT_NE(err.find("rebuilding it"), std::string::npos) << err;
   compile_and_check(true, "memory hit again");
+  memory_cache_clear();
+  compile_and_check(true, "disk hit again");
   for (const auto& e : fs::directory_iterator(dir))
     EXPECT_EQ(e.path().string().find(".tmp."), std::string::npos) << "left behind: " << e.path();
   setenv("EMBER_CACHE_DIR", dir_.c_str(), 1);
@@ -371,7 +408,8 @@ TEST_F(CodegenCpu, LogLineWithEmberLogInfo) {
   make_backend("cpu")->compile(*p, info);
   std::string err = ::testing::internal::GetCapturedStderr();
   unsetenv("EMBER_LOG");
-  EXPECT_NE(err.find("ember: logged: 1 kernels, compile "), std::string::npos) << err;
+  EXPECT_NE(err.find("ember: logged: 1 kernels (1 distinct, 1 compiled in 1 units), compile "), std::string::npos)
+      << err;
   EXPECT_NE(err.find("(cache miss)"), std::string::npos) << err;
   EXPECT_NE(err.find("(cache hit)"), std::string::npos) << err;
 }

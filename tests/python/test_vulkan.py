@@ -100,8 +100,8 @@ def test_inputs_written_back_and_results_stay_on_the_device(gpu):
 def test_debug_time_shows_per_shader_compile_times(tmp_path):
     need("vulkan")
     stderr = run_debug_time_child("vulkan", tmp_path)
-    assert re.search(r"ember: shader ember_k0_[0-9a-f]+ +glsl->spirv +[0-9.]+ ms \(compiled\), pipeline", stderr), \
-        stderr
+    assert re.search(r"ember: shader ember_[0-9a-f]{16} +glsl->spirv +[0-9.]+ ms \(compiled\), pipeline +[0-9.]+ ms "
+                     r"\[\+[0-9.]+ -> \+[0-9.]+ ms\], 1 kernel\n", stderr), stderr
 
 
 def test_nbody_and_fluid_agree_across_backends(rng):
