@@ -421,6 +421,9 @@ std::vector<CpuKernel> cpu_load_kernels(const std::vector<const GeneratedKernel*
   info.cache_key = n ? "cpu-" + content_hash(all) : "";
   info.distinct_kernels = static_cast<int>(n);
   info.compiled_kernels = info.translation_units = 0;
+  info.cache_hit = true;  // until something is compiled
+  info.compile_ms = 0;
+  if (n == 0) return {};
 
   // Claim the kernels no other call is compiling; the others are waited for at the end.
   std::vector<std::shared_ptr<CpuKernel>> got(n);
