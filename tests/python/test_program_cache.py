@@ -158,9 +158,16 @@ def test_another_program_misses(backend, tmp_path, kernels_only):
     assert a2["program_cache_hit"] is True and same_bits(ra, ra2)
 
 
-@pytest.mark.parametrize("env", [{"EMBER_PROGRAM_CACHE": "0"}, {"EMBER_VERIFY": "1"}, {"EMBER_DEBUG": "time"}])
-def test_switches_that_bypass_the_program_cache(env, tmp_path, monkeypatch):
+@pytest.fixture
+def cache_on(tmp_path, monkeypatch):
+    """An in-process test's own cache directory, with the switches that turn the program cache off unset."""
     monkeypatch.setenv("EMBER_CACHE_DIR", str(tmp_path / "cache"))
+    for k in ("EMBER_VERIFY", "EMBER_PROGRAM_CACHE", "EMBER_DEBUG"):
+        monkeypatch.delenv(k, raising=False)
+
+
+@pytest.mark.parametrize("env", [{"EMBER_PROGRAM_CACHE": "0"}, {"EMBER_VERIFY": "1"}, {"EMBER_DEBUG": "time"}])
+def test_switches_that_bypass_the_program_cache(env, tmp_path, monkeypatch, cache_on):
 
     def compiled():
         @em.compile
@@ -181,10 +188,9 @@ def test_switches_that_bypass_the_program_cache(env, tmp_path, monkeypatch):
     assert compiled()["program_cache_hit"] is True  # the same process loads it too
 
 
-def test_a_failing_program_is_never_cached(tmp_path, monkeypatch):
+def test_a_failing_program_is_never_cached(tmp_path, monkeypatch, cache_on):
     """A program whose compile fails (here the C++ compiler) saves nothing: the next process
     lowers it again. (A pass's own errors, raised before anything is saved: tests/cpp.)"""
-    monkeypatch.setenv("EMBER_CACHE_DIR", str(tmp_path / "cache"))
 
     def f(x: em.f32["N"]):
         return em.cos(x) * 1.2345 + 0.5
@@ -201,10 +207,9 @@ def test_a_failing_program_is_never_cached(tmp_path, monkeypatch):
     assert len(list((tmp_path / "cache").glob("*.prog"))) == 1
 
 
-def test_source_lines_are_part_of_the_key(tmp_path, monkeypatch):
+def test_source_lines_are_part_of_the_key(tmp_path, cache_on):
     """Equal text, other source lines: a runtime error must name the caller's line, so the
     program of the other lines is not reused."""
-    monkeypatch.setenv("EMBER_CACHE_DIR", str(tmp_path / "cache"))
     src = "def f(x: em.f32['N']):\n    return em.exp(x)\n"
     keys = []
     for pad in ("", "\n\n"):
