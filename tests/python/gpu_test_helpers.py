@@ -46,9 +46,12 @@ def shaders(text):
     return [(re.search(r"(ember_[0-9a-f]{16})\b", p).group(1), p) for p in parts if p.strip()]
 
 
-def check_example_kernels(tmp_path, source, suffix, command, first_line=""):
+def check_example_kernels(tmp_path, source, suffix, command, first_line="", validator_lacks=()):
     """Every kernel of every example program, as `source(prog)` prints it, through glslangValidator
-    (`command(path, symbol)`: its command line); each shader's first line holds `first_line`."""
+    (`command(path, symbol)`: its command line); each shader's first line holds `first_line`.
+    Shaders that enable an extension in `validator_lacks` (glslangValidator 12 does not know
+    GL_NV_shader_atomic_float, which the OpenGL backend uses for float atomic adds where the driver
+    has it) are left to the driver's compiler, which the examples' runs on that backend exercise."""
     if not shutil.which("glslangValidator"):
         pytest.skip("glslangValidator is not installed (Debian: glslang-tools)")
     from test_examples import example
@@ -60,6 +63,8 @@ def check_example_kernels(tmp_path, source, suffix, command, first_line=""):
                 continue
             for symbol, shader in shaders(source(prog)):
                 assert first_line in shader.splitlines()[0]
+                if any(ext in shader for ext in validator_lacks):
+                    continue
                 path = tmp_path / f"{symbol}.{suffix}"
                 path.write_text(shader)
                 proc = subprocess.run(command(path, symbol), capture_output=True, text=True)
