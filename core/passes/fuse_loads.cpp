@@ -166,6 +166,7 @@ class Cone {
   std::unordered_set<Node*> keep;
   std::unordered_set<const Node*> reads;
   std::unordered_set<Node*> indices;  // k1's index nodes the cone uses
+  std::vector<std::pair<Node*, int64_t>> copied;  // nodes of the cone earlier fusions made, with their cost
 
  private:
   // n's op cost times the trips of the loops around it inside the kernel.
@@ -188,9 +189,6 @@ class Cone {
   int64_t limit_;
   const std::vector<char>& copies_;
   int64_t cost_ = 0;
-
- public:
-  std::vector<std::pair<Node*, int64_t>> copied;  // nodes of the cone that earlier fusions made, with their cost
 };
 
 // The cost of the cone's copies (nodes an earlier fusion made) that k1 still computes after
