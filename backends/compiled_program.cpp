@@ -24,8 +24,7 @@ namespace {
 
 constexpr const char* kProgramExt = "prog";
 
-// Off with EMBER_PROGRAM_CACHE=0 (or off/false), in the tests' verifier mode (EMBER_VERIFY: the
-// pipeline must run to be verified) and with EMBER_DEBUG=ir|time (the passes' output is asked for).
+// program_cache_enabled() with the pipeline's verify option already read.
 bool program_cache_enabled(bool verify) {
   if (verify) return false;
   if (const char* e = std::getenv("EMBER_PROGRAM_CACHE");
@@ -35,8 +34,13 @@ bool program_cache_enabled(bool verify) {
   return !(d && (std::strstr(d, "ir") || std::strstr(d, "time")));
 }
 
-// This Ember build: the version, plus the size and time of the binary holding the pipeline, so a
-// rebuilt Ember (same version, other passes) never loads programs an older build lowered.
+}  // namespace
+
+bool program_cache_enabled() {
+  const char* v = std::getenv("EMBER_VERIFY");
+  return program_cache_enabled(v && *v && *v != '0');
+}
+
 const std::string& build_id() {
   static const std::string id = [] {
     std::string s = EMBER_VERSION;
@@ -52,15 +56,24 @@ const std::string& build_id() {
   return id;
 }
 
-// Everything the lowered program depends on: the traced program (its text and the attributes the
-// text leaves out, such as source lines), the backend and the pipeline options it sets, this
-// build, and the formats. No environment variable changes what the passes produce (EMBER_DEBUG
-// only prints; EMBER_TAPE_BUDGET_MB acts at trace time, so the traced text shows it).
-std::string program_cache_key(const Program& traced, const std::string& traced_text, const std::string& backend,
-                              const PipelineOptions& opt) {
+namespace {
+
+// The part of the program cache key the traced program gives: its text and the attributes the
+// text leaves out, such as source lines. The trace cache (python/ember/_trace_cache.py) keeps it
+// per Python function, so a new process can find the lowered program without tracing.
+std::string traced_digest(const Program& traced, const std::string& traced_text) {
   std::string keyed = traced_text;
   keyed += '\0';
   keyed += unprinted_attributes(traced);
+  return content_hash(keyed);
+}
+
+// Everything the lowered program depends on: the traced program (its digest), the backend and the
+// pipeline options it sets, this build, and the formats. No environment variable changes what the
+// passes produce (EMBER_DEBUG only prints; EMBER_TAPE_BUDGET_MB acts at trace time, so the traced
+// text shows it).
+std::string program_cache_key(const std::string& digest, const std::string& backend, const PipelineOptions& opt) {
+  std::string keyed = digest;
   keyed += '\0' + backend + '\0';
   keyed += opt.lower_groups ? "lower_groups " : "";
   keyed += opt.tile_threads ? "tile_threads" : "";
@@ -103,19 +116,24 @@ void save_program(const std::string& key, const Program& p) {
 
 }  // namespace
 
-CompiledProgram::CompiledProgram(std::unique_ptr<Program> traced, const std::string& backend,
-                                 const std::string& traced_text) {
+void CompiledProgram::init_backend(const std::string& backend) {
   backend_name_ = resolve_backend(backend);
   backend_ = make_backend(backend_name_);
-  PipelineOptions& opt = options_;
   const char* v = std::getenv("EMBER_VERIFY");
-  opt.verify = v && *v && *v != '0';
-  opt.lower_groups = backend_->lowers_groups();
-  opt.tile_threads = backend_->tiles_threads();
+  options_.verify = v && *v && *v != '0';
+  options_.lower_groups = backend_->lowers_groups();
+  options_.tile_threads = backend_->tiles_threads();
+}
+
+CompiledProgram::CompiledProgram(std::unique_ptr<Program> traced, const std::string& backend,
+                                 const std::string& traced_text) {
+  init_backend(backend);
+  const PipelineOptions& opt = options_;
   auto t0 = std::chrono::steady_clock::now();
   std::string key;
   if (program_cache_enabled(opt.verify)) {
-    key = program_cache_key(*traced, traced_text.empty() ? print_program(*traced) : traced_text, backend_name_, opt);
+    stats_.traced_digest = traced_digest(*traced, traced_text.empty() ? print_program(*traced) : traced_text);
+    key = program_cache_key(stats_.traced_digest, backend_name_, opt);
     prog_ = load_program(key);
   }
   stats_.program_cache_key = key;
@@ -133,6 +151,29 @@ CompiledProgram::CompiledProgram(std::unique_ptr<Program> traced, const std::str
     }
   }
   stats_.passes_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  compile_kernels();
+  // Saved once the kernels compiled too: a program that fails anywhere is never cached.
+  if (!key.empty() && !stats_.program_cache_hit) save_program(key, *prog_);
+}
+
+std::unique_ptr<CompiledProgram> CompiledProgram::from_program_cache(const std::string& digest,
+                                                                     const std::string& backend) {
+  std::unique_ptr<CompiledProgram> cp(new CompiledProgram());
+  cp->init_backend(backend);
+  if (digest.empty() || !program_cache_enabled(cp->options_.verify)) return nullptr;
+  auto t0 = std::chrono::steady_clock::now();
+  const std::string key = program_cache_key(digest, cp->backend_name_, cp->options_);
+  cp->prog_ = load_program(key);
+  if (!cp->prog_) return nullptr;
+  cp->stats_.program_cache_hit = true;
+  cp->stats_.program_cache_key = key;
+  cp->stats_.traced_digest = digest;
+  cp->stats_.passes_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  cp->compile_kernels();
+  return cp;
+}
+
+void CompiledProgram::compile_kernels() {
   prog_->for_each([&](Node* n) {
     stats_.kernels += n->op == Op::kernel;
     stats_.buffers += n->op == Op::buffer;
@@ -146,8 +187,6 @@ CompiledProgram::CompiledProgram(std::unique_ptr<Program> traced, const std::str
   stats_.compiled_kernels = info.compiled_kernels;
   stats_.translation_units = info.translation_units;
   stats_.cache_key = info.cache_key;
-  // Saved once the kernels compiled too: a program that fails anywhere is never cached.
-  if (!key.empty() && !stats_.program_cache_hit) save_program(key, *prog_);
 }
 
 std::vector<HostTensor> CompiledProgram::run(const std::vector<ArgValue>& args) {
@@ -159,6 +198,9 @@ std::vector<HostTensor> CompiledProgram::run(const std::vector<ArgValue>& args) 
 
 std::string CompiledProgram::ir(const std::string& stage) const {
   if (stage == "final") return print_program(*prog_);
+  if (!traced_)
+    throw Error("ir('" + stage + "'): " + prog_->name +
+                " was loaded from the program cache without its traced program; only the final stage is kept");
   if (stages_.empty()) {
     std::unique_ptr<Program> copy = clone_program(*traced_);
     PipelineOptions opt = options_;

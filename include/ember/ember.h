@@ -32,7 +32,18 @@ struct ProgramStats {
   // empty when the program cache is off (EMBER_PROGRAM_CACHE=0, EMBER_VERIFY, EMBER_DEBUG=ir|time).
   bool program_cache_hit = false;
   std::string program_cache_key;
+  // The traced program's share of the program cache key (its text and unprinted attributes),
+  // empty when the program cache is off; the Python trace cache keeps it per function.
+  std::string traced_digest;
 };
+
+// Whether the program cache is on: off with EMBER_PROGRAM_CACHE=0 (or off/false), in the tests'
+// verifier mode (EMBER_VERIFY: the pipeline must run to be verified) and with EMBER_DEBUG=ir|time
+// (the passes' output is asked for).
+bool program_cache_enabled();
+// This Ember build: the version plus the identity (device, inode, size, time) of the binary
+// holding the pipeline, so a rebuilt Ember never loads programs an older build lowered.
+const std::string& build_id();
 
 // A traced program taken through the pipeline and compiled for one backend. The lowered program
 // is kept in the disk cache (the program cache, `<key>.prog`, keyed by the traced text, its
@@ -43,6 +54,10 @@ class CompiledProgram {
   // `traced_text`: print_program(*traced) when the caller has it already (the Python front end
   // prints it when tracing); printed here when empty.
   CompiledProgram(std::unique_ptr<Program> traced, const std::string& backend, const std::string& traced_text = {});
+  // The program whose traced digest (stats().traced_digest of an earlier compile) is `digest`,
+  // loaded from the program cache and compiled without tracing; null when the program cache is
+  // off or has no good entry. Its ir() keeps only the "final" stage.
+  static std::unique_ptr<CompiledProgram> from_program_cache(const std::string& digest, const std::string& backend);
   // Runs the program: arguments by position; one tensor per return value.
   std::vector<HostTensor> run(const std::vector<ArgValue>& args);
   int kernel_count() const { return stats_.kernels; }
@@ -58,6 +73,10 @@ class CompiledProgram {
   const std::string& backend_name() const { return backend_name_; }
 
  private:
+  CompiledProgram() = default;
+  void init_backend(const std::string& backend);  // backend_, backend_name_ and the pipeline options
+  void compile_kernels();                          // prog_'s kernels through the backend, into stats_
+
   std::unique_ptr<Program> prog_;
   std::unique_ptr<Program> traced_;  // as traced (a copy when prog_ was lowered from it), for ir(stage)
   PipelineOptions options_;

@@ -3,11 +3,13 @@ converts call arguments (nothing is silently converted), runs, and exposes intro
 import functools
 import inspect
 import struct
+import time
 
 import numpy as np
 
 from . import _ember as _C
 from . import _dtypes as D
+from . import _trace_cache
 from . import _tracing as T
 from ._tensor import Tensor, _check_size, from_numpy_arg
 from ._value import Value
@@ -45,12 +47,14 @@ def device_info():
     return _C.device_info(backend())
 
 
-def compile(fn=None, *, name=None):
+def compile(fn=None, *, name=None, trace_cache=True):
     """Compiles a function of annotated tensor/scalar arguments (`@em.compile` or `em.compile(fn)`).
-    The returned program traces and compiles on first use."""
+    The returned program traces and compiles on first use. `trace_cache=False`: always trace in a
+    new process (for a function whose trace reads files, clocks or random state; see the README's
+    "Compile time")."""
     if fn is None:
-        return lambda f: Program(f, name)
-    return Program(fn, name)
+        return lambda f: Program(f, name, trace_cache)
+    return Program(fn, name, trace_cache)
 
 
 def _param_spec(fn, pname, ann):
@@ -113,10 +117,14 @@ class Program:
     holds; em.Tensor results stay in device memory and are used in place when passed back in.
     Results never alias an argument."""
 
-    def __init__(self, fn, name=None):
+    def __init__(self, fn, name=None, trace_cache=True):
         functools.update_wrapper(self, fn)
         self.fn = fn
         self.name = name or fn.__name__
+        self._use_trace_cache = trace_cache
+        self._trace_key = None  # the trace cache key, once computed ("" when uncacheable)
+        self._trace_ms = 0.0  # the last trace's time
+        self._trace_hits = set()  # backends whose program came from the trace cache
         self._sig = None
         self._params = None
         self._tracer = None
@@ -133,6 +141,7 @@ class Program:
     def _trace(self):
         if self._traced_text is not None:
             return
+        t0 = time.perf_counter()
         sig, params = _signature(self.fn)
         tr = _C.Tracer(self.name)
         args = []
@@ -160,7 +169,35 @@ class Program:
             T.pop()
         self._sig, self._params, self._returns = sig, params, kind
         self._tracer, self._traced_text = tr, tr.print()
+        self._trace_ms = (time.perf_counter() - t0) * 1e3
 
+    def _cache_key(self):
+        """This program's trace cache key, or "" (the cache is off, or the function is uncacheable)."""
+        if self._trace_key is None:
+            self._trace_key = ""
+            if self._use_trace_cache and _trace_cache.enabled():
+                if self._params is None:
+                    self._sig, self._params = _signature(self.fn)
+                self._trace_key = _trace_cache.key(self.fn, self.name, self._params) or ""
+        return self._trace_key
+
+    def _from_trace_cache(self):
+        """Compiles for the current backend from the trace cache without tracing; False on a miss."""
+        be = backend()
+        if be in self._compiled:
+            return True
+        if self._traced_text is not None or not self._cache_key():
+            return False
+        entry = _trace_cache.load(self._trace_key)
+        if entry is None:
+            return False
+        cp = _C.CompiledProgram.from_program_cache(entry["digest"], be)
+        if cp is None:
+            return False
+        self._returns = entry["returns"]
+        self._compiled[be] = cp
+        self._trace_hits.add(be)
+        return True
     def _compile(self):
         """The program compiled for the current backend (one compilation per backend used)."""
         be = backend()
@@ -173,11 +210,15 @@ class Program:
         try:
             # The traced text is the program cache's key (printed from this tracer's program by
             # _trace), passed so that it is not printed twice.
-            self._compiled[be] = _C.CompiledProgram(tr, be, self._traced_text)
+            cp = self._compiled[be] = _C.CompiledProgram(tr, be, self._traced_text)
         except BaseException:
             self._traced_text = None  # the tracer gave its program away: trace again next time
             raise
-        return self._compiled[be]
+        self._trace_hits.discard(be)
+        digest = cp.stats["traced_digest"]
+        if digest and self._cache_key():
+            _trace_cache.save(self._trace_key, digest, self._returns)
+        return cp
 
     # Calling.
     def _arguments(self, args, kwargs, copies=None):
@@ -222,7 +263,8 @@ class Program:
         if T.active() is not None:
             raise T.error(_C.Error, f"calling the compiled program {self.name} inside a traced function is "
                                     "not supported; call its Python function instead")
-        self._trace()
+        if not self._from_trace_cache():
+            self._trace()
         copies = []
         run_args = self._arguments(args, kwargs, copies)  # argument errors come before any compiling
         cp = self._compile()
@@ -258,22 +300,30 @@ class Program:
         return _C.interpret_stages(self._tracer, run_args, lower_groups, tile_threads)
 
     # Introspection.
+    def _compiled_or_cached(self):
+        """The program for the current backend, from the trace cache when it has it."""
+        self._from_trace_cache()
+        return self._compile()
+
     @property
     def kernel_count(self):
         """The number of kernels after fusion."""
-        return self._compile().kernel_count
+        return self._compiled_or_cached().kernel_count
 
     def ir(self, stage="final"):
         """The IR text after a stage: "traced", a pass name (e.g. "fuse_kernels") or "final"."""
         if stage == "traced":
             self._trace()
             return self._traced_text
+        if stage != "final" and backend() in self._trace_hits:
+            del self._compiled[backend()]  # loaded without its traced program: trace, then lower a copy
+            self._trace_hits.discard(backend())
         return self._compile().ir(stage)
 
     def source(self, lang=None):
         """The generated kernel source: "cpp", "glsl" or "hlsl" (the backend's language by default; GPU
         languages print one shader per kernel)."""
-        cp = self._compile()
+        cp = self._compiled_or_cached()
         return cp.source(lang or _LANG.get(cp.backend_name, "cpp"))
 
     @property
@@ -285,7 +335,8 @@ class Program:
         distinct kernels this compile had to compile: per-kernel cache misses), translation_units
         (compiler runs: cpu translation units compiled concurrently, or GPU shaders), cache_hit
         (True when nothing was compiled), buffers, cache_key, tape_bytes (autodiff tape of the
-        last call), program_cache_hit and program_cache_key.
+        last call), program_cache_hit, program_cache_key, traced_digest, trace_ms (tracing the Python
+        function; 0 when the trace cache had it) and trace_cache_hit.
 
         The program cache keeps each lowered program on disk ($EMBER_CACHE_DIR, `<program_cache_key>.prog`),
         keyed by the traced IR, its source lines, the backend and this Ember build. When a process
@@ -293,8 +344,15 @@ class Program:
         did not run, `passes` is empty and passes_ms is the time it took to load the saved program.
         EMBER_PROGRAM_CACHE=0 turns the program cache off, and so do EMBER_VERIFY=1 and
         EMBER_DEBUG=ir|time (then program_cache_key is empty). ir(stage) works either way: stages
-        other than "final" run the pipeline on a copy of the traced program when first asked for."""
-        return self._compile().stats
+        other than "final" run the pipeline on a copy of the traced program when first asked for.
+        The trace cache (`trace-<key>.trace` entries, python/ember/_trace_cache.py) lets a new process skip
+        tracing too: trace_cache_hit is True then."""
+        cp = self._compiled_or_cached()
+        st = cp.stats
+        hit = cp.backend_name in self._trace_hits
+        st["trace_cache_hit"] = hit
+        st["trace_ms"] = 0.0 if hit else self._trace_ms
+        return st
 
 
 def _check_shape(pname, spec, shape, env):

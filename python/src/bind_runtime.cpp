@@ -131,6 +131,7 @@ py::dict stats_dict(const ProgramStats& s) {
   d["tape_bytes"] = s.tape_bytes;
   d["program_cache_hit"] = s.program_cache_hit;
   d["program_cache_key"] = s.program_cache_key;
+  d["traced_digest"] = s.traced_digest;
   return d;
 }
 
@@ -143,6 +144,12 @@ void bind_program(py::module_& m) {
       }), py::arg("tracer"), py::arg("backend"), py::arg("traced_text") = std::string(),
          "Takes the tracer's program through the pipeline (or loads it from the program cache) and compiles it; "
          "`traced_text`: tracer.print(), when the caller has it.")
+      .def_static("from_program_cache", [](const std::string& digest, const std::string& backend) {
+        py::gil_scoped_release nogil;
+        return CompiledProgram::from_program_cache(digest, backend);
+      }, py::arg("traced_digest"), py::arg("backend"),
+         "The program of an earlier compile's stats['traced_digest'], loaded from the program cache and compiled "
+         "without tracing; None when the program cache is off or has no good entry for it.")
       .def("run", [](CompiledProgram& cp, const py::list& args) {
         std::vector<ArgValue> in;
         in.reserve(args.size());
@@ -179,6 +186,26 @@ void bind_program(py::module_& m) {
       }, "Positions of the tensor arguments the program stores into.");
   m.def("_content_hash", [](const py::bytes& b) { return content_hash(std::string(b)); },
         "The compile cache's content hash of some bytes (tests write consistent checksum files with it).");
+  m.def("_program_cache_enabled", [] { return program_cache_enabled(); },
+        "Whether the program cache is on (EMBER_PROGRAM_CACHE, EMBER_VERIFY, EMBER_DEBUG); the trace cache follows it.");
+  m.def("_build_id", [] { return build_id(); }, "This Ember build's identity (version and binary), part of cache keys.");
+  m.def("_cache_entry_read", [](const std::string& key, const std::string& ext) -> py::object {
+        std::string bytes;
+        if (!disk_entry_read(key, ext, bytes)) return py::none();
+        return py::bytes(bytes);
+      }, py::arg("key"), py::arg("ext"),
+        "The bytes of the disk cache entry `<key>.<ext>`, or None (missing, or bad: removed with a warning).");
+  m.def("_cache_entry_write", [](const std::string& key, const std::string& ext, const py::bytes& data) {
+        try {
+          const std::string tmp = cache_temp_path(key, "." + ext);
+          write_file_atomic(tmp, std::string(data));
+          disk_entry_commit(key, ext, tmp);
+        } catch (const BackendError& e) {
+          cache_unwritable(e.what());
+        }
+      }, py::arg("key"), py::arg("ext"), py::arg("data"),
+        "Writes the disk cache entry `<key>.<ext>` atomically with its checksum (warns once if the cache cannot "
+        "be written).");
   m.def("_memory_cache_stats", [] { return py::make_tuple(memory_cache_size(), memory_cache_capacity()); },
         "(entries, capacity) of the process-wide compile memory cache.");
 }
