@@ -9,11 +9,12 @@ traced program's digest, from which the C++ side finds the lowered program
 The fingerprint covers what a trace can depend on: the function's bytecode, constants, names, file
 and line table (marshal of its code object), its defaults and closure cells, and, by value, every
 global it or its nested functions name; functions it calls are fingerprinted the same way,
-recursively; attributes read from user modules are fingerprinted by value. Library modules (the
+recursively; attributes read from user modules are fingerprinted by value, user classes by their
+bases and the content of their bodies. Library modules (the
 standard library, site-packages) count by name and version, Ember by the digest of its Python
 sources and its binary. The parameter annotations, Python version and every EMBER_* environment
 variable are part of the key. A value that cannot be fingerprinted by content (a list, dict, NumPy
-array or any other mutable object, a bound method of one, a class from user code) makes the
+array or any other mutable object, a bound method of one, an instance of a user class) makes the
 function uncacheable: it is traced every time, as without the cache.
 
 Assumption, as Warp's and Taichi's kernel caches make: a trace is a function of the above. A
@@ -159,11 +160,30 @@ class _Fingerprint:
             self.add("builtin", getattr(x, "__module__", None) or "", getattr(x, "__qualname__", x.__name__))
         elif isinstance(x, type):
             mod = sys.modules.get(x.__module__)
-            if mod is None or not _is_library_module(mod):
-                raise _Uncacheable(f"class {x.__qualname__} is defined in user code")
-            self.add("type", x.__module__, x.__qualname__)
+            if mod is not None and _is_library_module(mod):
+                self.add("type", x.__module__, x.__qualname__)
+            else:
+                self.user_class(x)
         else:
             raise _Uncacheable(f"a {type(x).__name__} has no content fingerprint")
+
+    def user_class(self, cls):
+        """A class of user code by content: its bases and every attribute of its body (methods by
+        code, class constants by value), so editing a method of a module misses."""
+        self.add("class", cls.__module__, cls.__qualname__)
+        for base in cls.__bases__:
+            self.value(base)
+        for n, v in sorted(vars(cls).items()):
+            if n in ("__dict__", "__weakref__", "__doc__", "__module__", "__qualname__") or n.startswith("_abc_"):
+                continue
+            self.add("member", n)
+            if n == "__annotations__":
+                v = tuple(sorted((k, repr(a)) for k, a in v.items()))
+            elif isinstance(v, (staticmethod, classmethod)):
+                v = v.__func__
+            elif isinstance(v, property):
+                v = (v.fget, v.fset, v.fdel)
+            self.value(v)
 
     def function(self, f):
         code = f.__code__
@@ -197,13 +217,15 @@ def _names(code):
     return frozenset(out)
 
 
-def key(fn, name, params):
+def key(fn, name, params, extra=()):
     """The trace cache key of function `fn` compiled as `name` with parameters `params`
-    [(name, spec)], or None when something it reaches cannot be fingerprinted."""
+    [(name, spec)], or None when something it reaches cannot be fingerprinted. `extra`: more
+    values the trace depends on (e.g. the classes of module arguments, whose methods it runs)."""
     fp = _Fingerprint()
     fp.add(f"ember-trace-{_FORMAT}", _ember_id(), sys.version, name, repr(params))
     fp.add(*sorted(f"{k}={v}" for k, v in os.environ.items() if k.startswith("EMBER_")))
     try:
+        fp.value(tuple(extra))
         fp.value(fn)
     except (_Uncacheable, RecursionError):
         return None

@@ -195,6 +195,16 @@ def test_fingerprint_in_process():
         exec("def f(u):\n    return u * C\n", ns)
         return ns["f"]
     assert _trace_cache.key(script(1.0), "f", params) != _trace_cache.key(script(2.0), "f", params)
+    # User classes count by content: editing a method misses.
+    def with_class(body):
+        ns = {"__name__": "usermod"}
+        exec("class Model:\n    SCALE = 2.0\n    def forward(self, u):\n        return " + body + "\n", ns)
+        return ns["Model"]
+    k_a = _trace_cache.key(make(2.0, with_class("u * self.SCALE")), "f", params)
+    assert k_a and k_a == _trace_cache.key(make(2.0, with_class("u * self.SCALE")), "f", params)
+    assert k_a != _trace_cache.key(make(2.0, with_class("u + self.SCALE")), "f", params)
+    assert _trace_cache.key(make(2.0, (1,)), "f", params, extra=(with_class("u"),)) != k1
+    assert _trace_cache.key(make(2.0, with_class("u")()), "f", params) is None  # an instance: mutable
     assert _trace_cache.key(make(2.0, [1]), "f", params) is None
     assert _trace_cache.key(make(2.0, np.ones(1)), "f", params) is None
     assert _trace_cache.key(make(2.0, object()), "f", params) is None
