@@ -68,10 +68,13 @@ def _library_dirs():
 def _ember_id():
     """Ember's own share of every key: its binary and the text of its Python sources."""
     h = hashlib.sha256(_C._build_id().encode())
-    for name in sorted(os.listdir(_PKG_DIR)):
-        if name.endswith(".py"):
-            with open(os.path.join(_PKG_DIR, name), "rb") as f:
-                h.update(name.encode() + b"\0" + f.read())
+    for root, dirs, files in os.walk(_PKG_DIR):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        for name in sorted(files):
+            if name.endswith(".py"):
+                path = os.path.join(root, name)
+                with open(path, "rb") as f:
+                    h.update(os.path.relpath(path, _PKG_DIR).encode() + b"\0" + f.read())
     return h.hexdigest()
 
 
