@@ -229,7 +229,9 @@ void Program::drop_dim_uses(Node* n) {
     list[slot] = moved;
     list.pop_back();
     if (slot == last) continue;
-    for (size_t b = 0; b < moved->shape.v_.size(); ++b)
+    // When the moved entry is n's own (a shape such as [N, N, N]), only n's entries after `a` are
+    // live: the slots of those dropped already are stale and may equal `last`.
+    for (size_t b = moved == n ? a + 1 : 0; b < moved->shape.v_.size(); ++b)
       if (moved->shape.v_[b] == d && moved->shape.slots_[b] == last) {
         moved->shape.slots_[b] = slot;
         break;

@@ -5,6 +5,8 @@
 // semantic attribute that differs from its default. Also: shapes are tracked as dim uses.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <random>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -273,6 +275,35 @@ TEST(DimUses, CreateAndSetShapeTrackDimUsers) {
   EXPECT_TRUE(n->dim_users.empty());
   EXPECT_EQ(m->dim_users, std::vector<Node*>{x});
   verify(p);
+}
+
+// Regression (gradient fuzzer seed 130543): erasing a node of shape [N, N, N] while other nodes
+// use N corrupted N's dim use list (a dropped entry's stale slot matched the moved last entry).
+// Random shapes over two dims, erased in random orders, against the verifier's full check.
+TEST(DimUses, ErasingRepeatedDimsInAnyOrderKeepsListsInSync) {
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 300; ++trial) {
+    Program p;
+    Builder b(p);
+    Node* dims[2] = {b.shape_arg("N"), b.shape_arg("M")};
+    std::vector<Node*> nodes;
+    for (int k = 0; k < 12; ++k) {
+      std::vector<Node*> shape(1 + rng() % 4);
+      for (Node*& d : shape) d = dims[rng() % 2];
+      nodes.push_back(b.buffer(DType::f32, shape, true));
+    }
+    std::shuffle(nodes.begin(), nodes.end(), rng);
+    for (size_t k = 0; k < nodes.size(); ++k) {
+      if (rng() % 3 == 0) {  // reshape some first, so slots are out of creation order
+        std::vector<Node*> shape(1 + rng() % 4);
+        for (Node*& d : shape) d = dims[rng() % 2];
+        p.set_shape(nodes[k], shape);
+      }
+      p.erase(nodes[k]);
+      verify(p);
+    }
+    EXPECT_TRUE(dims[0]->dim_users.empty() && dims[1]->dim_users.empty());
+  }
 }
 
 TEST(DimUses, ReplaceAllUsesOfADimRewritesShapes) {
