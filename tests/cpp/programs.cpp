@@ -212,6 +212,31 @@ std::unique_ptr<Program> row_merge() {
 // threads, so fuse_kernels hoists them into host loops around one compare-exchange dispatch.
 }  // namespace
 
+std::unique_ptr<Program> group_zoo() {
+  Tracer t("group_zoo");
+  t.set_loc("zoo.py", 3);
+  Node* A = t.input(DType::f32, {sym("N"), sym("M")}, "A");
+  Node* c = t.scalar(DType::i32, "c");
+  t.output(t.prefix_sum(A, 1));
+  t.set_loc("zoo.py", 4);
+  t.output(t.reduce(ReduceKind::argmax, A, {1}, true));
+  t.output(t.gather(A, {at(t.binary(Op::add, t.indices({A->shape[0]}, 0), c)), at(c)}, IndexMode::wrap));
+  Node* H = t.zeros({t.dim_const(4)}, DType::f32);
+  Node* out = t.zeros({A->shape[0]}, DType::f32);
+  std::vector<Node*> idx = t.begin_kernel({A->shape[0]}, {4});
+  Node* buf = t.group_buffer({4}, DType::f32);
+  Node* l = t.local_index()[0];
+  t.scatter(buf, {at(l)}, t.gather(A, {at(idx[0]), at(c)}));
+  t.barrier();
+  Node* s = t.gather(buf, {at(t.binary(Op::sub, t.constant(3, DType::i32), l))});
+  t.scatter(out, {at(idx[0])}, t.binary(Op::add, s, t.cast(t.group_index()[0], DType::f32)));
+  t.atomic(AtomicKind::max, t.gather(H, {at(t.binary(Op::band, idx[0], t.constant(3, DType::i32)))}), s);
+  t.end_scope();
+  t.output(out);
+  t.output(H);
+  return t.release();
+}
+
 std::unique_ptr<Program> bitonic_sort() {
   Tracer t("bitonic_sort");
   Node* keys = t.input(DType::i32, {fixed(16)}, "keys");

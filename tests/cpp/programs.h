@@ -29,6 +29,11 @@ std::vector<TestProgram> test_programs();
 // after fuse_kernels has hoisted them to the host, so it is tested on its own.
 std::unique_ptr<Program> bitonic_sort();
 
+// What test_programs() leaves out, for tests that must see every attribute away from its default
+// (the printer, the serializer): a workgroup kernel with a group buffer and barriers, a scan, an
+// argmax with keepdims, a wrapping gather, an atomic max, two source locations.
+std::unique_ptr<Program> group_zoo();
+
 // Random arguments for p (tensors of the given concrete dims for symbolic dims, default 7).
 std::vector<ArgValue> random_args(const Program& p, std::mt19937& rng, int64_t sym = 7);
 // Deep copy of arguments (programs may write into their inputs).

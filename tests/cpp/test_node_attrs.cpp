@@ -201,36 +201,6 @@ void at_every_stage(std::unique_ptr<Program> p, bool lower_groups, const std::fu
   run_pipeline(*p, opt);
 }
 
-DimSpec sym(const std::string& n) { DimSpec d; d.kind = DimSpec::symbolic; d.name = n; return d; }
-IndexItem at(Node* v) { IndexItem i; i.kind = IndexItem::tensor; i.value = v; return i; }
-
-// Attributes the test programs leave at their defaults: a group kernel with a group buffer and
-// barriers, a scan, an argmax with keepdims, a wrapping gather and an atomic max.
-std::unique_ptr<Program> attribute_zoo() {
-  Tracer t("attribute_zoo");
-  t.set_loc("zoo.py", 3);
-  Node* A = t.input(DType::f32, {sym("N"), sym("M")}, "A");
-  Node* c = t.scalar(DType::i32, "c");
-  t.output(t.prefix_sum(A, 1));
-  t.output(t.reduce(ReduceKind::argmax, A, {1}, true));
-  Node* wrapped = t.gather(A, {at(t.binary(Op::add, t.indices({A->shape[0]}, 0), c)), at(c)}, IndexMode::wrap);
-  t.output(wrapped);
-  Node* H = t.zeros({t.dim_const(4)}, DType::f32);
-  Node* out = t.zeros({A->shape[0]}, DType::f32);
-  std::vector<Node*> idx = t.begin_kernel({A->shape[0]}, {4});
-  Node* buf = t.group_buffer({4}, DType::f32);
-  Node* l = t.local_index()[0];
-  t.scatter(buf, {at(l)}, t.gather(A, {at(idx[0]), at(c)}));
-  t.barrier();
-  Node* s = t.gather(buf, {at(t.binary(Op::sub, t.constant(3, DType::i32), l))});
-  t.scatter(out, {at(idx[0])}, t.binary(Op::add, s, t.cast(t.group_index()[0], DType::f32)));
-  t.atomic(AtomicKind::max, t.gather(H, {at(t.binary(Op::band, idx[0], t.constant(3, DType::i32)))}), s);
-  t.end_scope();
-  t.output(out);
-  t.output(H);
-  return t.release();
-}
-
 TEST(NodeAttrs, PrinterShowsEverySemanticAttributeThatDiffersFromItsDefault) {
   static const NodeAttrs defaults;
   std::unordered_set<std::string> seen;  // "op.attr" pairs checked
@@ -248,7 +218,7 @@ TEST(NodeAttrs, PrinterShowsEverySemanticAttributeThatDiffersFromItsDefault) {
     EMBER_NODE_ATTRS(CASE)
 #undef CASE
   };
-  std::vector<std::function<std::unique_ptr<Program>()>> builds{bitonic_sort, attribute_zoo};
+  std::vector<std::function<std::unique_ptr<Program>()>> builds{bitonic_sort, group_zoo};
   for (const TestProgram& tp : test_programs()) builds.push_back(tp.build);
   for (auto& build : builds)
     for (bool lower_groups : {false, true}) at_every_stage(build(), lower_groups, check);

@@ -30,33 +30,6 @@ namespace {
 DimSpec sym(const std::string& n) { DimSpec d; d.kind = DimSpec::symbolic; d.name = n; return d; }
 IndexItem at(Node* v) { IndexItem i; i.kind = IndexItem::tensor; i.value = v; return i; }
 
-// What the corpus of programs.cpp leaves out: a workgroup kernel with a group buffer and
-// barriers, a scan, an argmax with keepdims, a wrapping gather, an atomic max, source locations.
-std::unique_ptr<Program> group_zoo() {
-  Tracer t("group_zoo");
-  t.set_loc("zoo.py", 3);
-  Node* A = t.input(DType::f32, {sym("N"), sym("M")}, "A");
-  Node* c = t.scalar(DType::i32, "c");
-  t.output(t.prefix_sum(A, 1));
-  t.set_loc("zoo.py", 4);
-  t.output(t.reduce(ReduceKind::argmax, A, {1}, true));
-  t.output(t.gather(A, {at(t.binary(Op::add, t.indices({A->shape[0]}, 0), c)), at(c)}, IndexMode::wrap));
-  Node* H = t.zeros({t.dim_const(4)}, DType::f32);
-  Node* out = t.zeros({A->shape[0]}, DType::f32);
-  std::vector<Node*> idx = t.begin_kernel({A->shape[0]}, {4});
-  Node* buf = t.group_buffer({4}, DType::f32);
-  Node* l = t.local_index()[0];
-  t.scatter(buf, {at(l)}, t.gather(A, {at(idx[0]), at(c)}));
-  t.barrier();
-  Node* s = t.gather(buf, {at(t.binary(Op::sub, t.constant(3, DType::i32), l))});
-  t.scatter(out, {at(idx[0])}, t.binary(Op::add, s, t.cast(t.group_index()[0], DType::f32)));
-  t.atomic(AtomicKind::max, t.gather(H, {at(t.binary(Op::band, idx[0], t.constant(3, DType::i32)))}), s);
-  t.end_scope();
-  t.output(out);
-  t.output(H);
-  return t.release();
-}
-
 // A gradient: tapes and adjoint buffers of a host loop.
 std::unique_ptr<Program> loop_gradient() {
   Tracer t("loop_gradient");
