@@ -93,14 +93,15 @@ def _difference(prog, arg, old, new):
     if old[0] != new[0]:  # the argument's own class
         raise _C.TypeError(f"argument '{arg}' of {prog} is a {new[0][2].__qualname__}, but {prog} was traced "
                            f"with a {old[0][2].__qualname__}")
-    for name, p in o.items():
+    for name, p in sorted(o.items(), key=lambda kv: kv[1][0] == "attr"):  # tensors before plain attributes
         q = n.get(name)
-        what = f"{p[0]} '{name.rstrip('.')}'" if name else "the argument"
-        if q is None:
-            raise _C.TypeError(f"argument '{arg}' of {prog} has no {what} ({_show(p)}), which {prog} was traced "
-                               "with")
+        what = f"{_KIND.get(p[0], p[0])} '{name.rstrip('.')}'" if name else "the argument"
         if p == q:
             continue
+        if q is None or q[0] != p[0] and p[0] in ("param", "buffer"):
+            now = "" if q is None else f" (it is {'a ' + _KIND.get(q[0], q[0]) if q[0] != 'attr' else q[2]!r})"
+            raise _C.TypeError(f"argument '{arg}' of {prog} has no {what}{now}, which {prog} was traced with "
+                               f"({_show(p)})")
         if p[0] == q[0] == "module":
             raise _C.TypeError(f"argument '{arg}' of {prog}: sub-module '{name.rstrip('.')}' is a "
                                f"{q[2].__qualname__}, but {prog} was traced with a {p[2].__qualname__}")
@@ -111,9 +112,12 @@ def _difference(prog, arg, old, new):
                            f"{_show(p)}")
     for name, q in n.items():
         if name not in o:
-            raise _C.TypeError(f"argument '{arg}' of {prog} has {q[0]} '{name.rstrip('.')}' ({_show(q)}), which "
+            raise _C.TypeError(f"argument '{arg}' of {prog} has {_KIND.get(q[0], q[0])} '{name.rstrip('.')}' ({_show(q)}), which "
                                f"{prog} was not traced with")
     raise _C.TypeError(f"argument '{arg}' of {prog} has another structure than {prog} was traced with")
+
+
+_KIND = {"param": "parameter", "attr": "attribute", "state": "state tensor"}
 
 
 def _show(p):
