@@ -1,0 +1,1 @@
+from . import functional, init  # noqa: F401
