@@ -211,15 +211,16 @@ class Program:
     def _cache_key(self):
         """This program's trace cache key, or "" (the cache is off, or the function is uncacheable)."""
         if self._trace_key is None:
+            if self._params is None:
+                self._sig, self._params = _signature(self.fn)
+            if self._obj_structs is None and any(isinstance(s, O.ObjSpec) for _, s in self._params):
+                return ""  # the key needs the structure of the Module/optimizer arguments: not called yet
             self._trace_key = ""
             if self._use_trace_cache and _trace_cache.enabled():
-                if self._params is None:
-                    self._sig, self._params = _signature(self.fn)
                 extra = ()
                 if self._obj_structs is not None:
                     extra = tuple(self._obj_structs[k] for k in sorted(self._obj_structs))
-                if not self._obj_uncacheable and (self._obj_structs is not None or
-                                                  not any(isinstance(s, O.ObjSpec) for _, s in self._params)):
+                if not self._obj_uncacheable:
                     self._trace_key = _trace_cache.key(self.fn, self.name, self._params, extra) or ""
         return self._trace_key
 
@@ -265,7 +266,7 @@ class Program:
     # Calling.
     def _arguments(self, args, kwargs, copies=None, leaves=None):
         """The run arguments (em.Tensor or scalar words) after checking them; NumPy arrays that had
-        to be copied are appended to `copies` as (position, array, tensor). `leaves`: the flattened
+        to be copied are appended to `copies` as (position, array, tensor, parameter name). `leaves`: the flattened
         Module/optimizer arguments {position: [(name, em.Tensor or (dtype, value))]}."""
         if kwargs or len(args) != len(self._params):
             try:
@@ -299,7 +300,7 @@ class Program:
                 _check_shape(pname, spec, v.shape, env)  # before any copy
                 t = from_numpy_arg(v, dt)
                 if copies is not None and (dt is D.bool or not v.flags.c_contiguous or not v.flags.writeable):
-                    copies.append((len(out), v, t))  # from_numpy_arg copied it
+                    copies.append((len(out), v, t, pname))  # from_numpy_arg copied it
                 out.append(t)
                 continue
             else:
@@ -331,13 +332,13 @@ class Program:
             written = self._written.get(cp.backend_name)
             if written is None:
                 written = self._written[cp.backend_name] = frozenset(cp.written_args)
-            back = [(pos, a, t) for pos, a, t in copies if pos in written]
-            for pos, a, _ in back:
+            back = [(pos, a, t, pname) for pos, a, t, pname in copies if pos in written]
+            for _, a, _, pname in back:
                 if not a.flags.writeable:
-                    raise _C.TypeError(f"argument '{self._params[pos][0]}' is a read-only NumPy array, but "
+                    raise _C.TypeError(f"argument '{pname}' is a read-only NumPy array, but "
                                        f"{self.name} writes into it; pass a writeable array (e.g. a .copy())")
         outs = cp.run(run_args)
-        for _, a, t in back:
+        for _, a, t, _ in back:
             np.copyto(a, t.numpy())
         if self._returns == "none":
             return None
@@ -367,6 +368,8 @@ class Program:
         (the pipeline as a backend with these options runs it): [(stage, [arrays])], each list the
         outputs followed by the tensor arguments after the run; a failing pass or verifier ends
         the list with ("error:after <pass>", message). Used by the differential fuzzer."""
+        if self._has_obj or any(isinstance(s, O.ObjSpec) for _, s in _signature(self.fn)[1]):
+            raise _C.Error(f"{self.name}: the reference interpreter does not take Module or optimizer arguments")
         self._trace()
         if self._tracer is None:
             self._traced_text = None

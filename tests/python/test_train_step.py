@@ -192,3 +192,21 @@ def test_trace_cache_keys_on_module_class(tmp_path):
     assert not edited["hit"]
     fresh = _child(user, tmp_path / "fresh", "self.fc(x) * 2.0")
     assert edited["loss"] == fresh["loss"] != cold["loss"]
+
+
+def test_copied_array_written_back_after_module_inputs(rng):
+    """A strided NumPy argument after a module's flattened inputs is written back (positions count
+    the module's tensors); a read-only one is an error naming it."""
+    @em.compile
+    def write_out(model: MLP, x: em.f32["B", 8], out: em.f32["B", 3]):
+        out[...] = model(x)
+
+    model = MLP()
+    x = rng.standard_normal((4, 8)).astype(np.float32)
+    out = np.zeros((3, 4), np.float32).T  # transposed: passed as a copy
+    write_out(model, x, out)
+    np.testing.assert_allclose(out, model(x).numpy(), rtol=1e-5, atol=1e-6)
+    ro = np.zeros((4, 3), np.float32)
+    ro.flags.writeable = False
+    with pytest.raises(em.TypeError, match="argument 'out' is a read-only NumPy array"):
+        write_out(model, x, ro)

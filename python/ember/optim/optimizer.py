@@ -156,7 +156,7 @@ class Optimizer:
         d["_pvals"] = [ctx.values[id(p)] for p in self._params]
         d["_svals"] = [{k: next(values) for k in st} for st in self._state]
         d["_tstep"] = next(values)
-        d["_hvals"] = {k: next(values) for k in self._hyper}
+        d["_hvals"] = d["_hyper"] = {k: next(values) for k in self._hyper}  # opt.lr reads the traced scalar
         return c
 
     def step(self, loss):
