@@ -4,11 +4,13 @@ import functools
 import inspect
 import struct
 import time
+import weakref
 
 import numpy as np
 
 from . import _ember as _C
 from . import _dtypes as D
+from . import _objargs as O
 from . import _trace_cache
 from . import _tracing as T
 from ._tensor import Tensor, _check_size, from_numpy_arg
@@ -62,8 +64,11 @@ def _param_spec(fn, pname, ann):
         return ann
     if ann in (float, int, bool):
         return D.as_dtype(ann)
+    if O.is_object_class(ann):
+        return O.ObjSpec(ann)
     raise _C.TypeError(f"parameter '{pname}' of {fn.__qualname__} has annotation {ann!r}; expected a tensor "
-                       "type like em.f32['N', 3], or a scalar type (em.f32, em.i32, em.u32, em.bool, float, int)")
+                       "type like em.f32['N', 3], a scalar type (em.f32, em.i32, em.u32, em.bool, float, int), "
+                       "or an em.nn.Module or em.optim optimizer class")
 
 
 def _signature(fn):
@@ -132,24 +137,44 @@ class Program:
         self._returns = None  # "none", "one" or the number of returned values (a tuple)
         self._compiled = {}  # backend name -> CompiledProgram
         self._written = {}  # backend name -> positions of the arguments the program writes
+        # Module/optimizer arguments (python/ember/_objargs.py): their structures {position: ...}
+        # as traced, whether one has no content fingerprint, and the last call's objects (weak).
+        self._obj_structs = None
+        self._obj_uncacheable = False
+        self._obj_last = None
+        self._has_obj = None  # whether a parameter is a Module or optimizer (known once annotations are read)
 
     def __repr__(self):
         state = "compiled" if self._compiled else ("traced" if self._traced_text else "not traced")
         return f"<em.Program {self.name} ({state})>"
 
     # Tracing and compiling.
-    def _trace(self):
+    def _trace(self, call_args=None):
         if self._traced_text is not None:
             return
         t0 = time.perf_counter()
         sig, params = _signature(self.fn)
         tr = _C.Tracer(self.name)
-        args = []
-        for pname, spec in params:
+        args, objs = [], None
+        if any(isinstance(spec, O.ObjSpec) for _, spec in params):
+            objs = self._trace_objects(params, call_args)
+        for k, (pname, spec) in enumerate(params):
             if isinstance(spec, D.TensorType):
                 args.append(Value(tr.input(spec.dtype._c, list(spec.dims), pname)))
-            else:
+            elif isinstance(spec, D.DType):
                 args.append(Value(tr.scalar(spec._c, pname)))
+            else:  # a Module or optimizer: one input per leaf; rebuilt below
+                vals = []
+                for name, lspec in O.leaf_specs(objs[1][k]):
+                    if isinstance(lspec, D.TensorType):
+                        vals.append(Value(tr.input(lspec.dtype._c, list(lspec.dims), name)))
+                    else:
+                        vals.append(Value(tr.scalar(lspec._c, name)))
+                args.append(vals)
+        if objs is not None:  # modules first: optimizers find their parameters' Values in ctx
+            ctx = objs[0]
+            for k in sorted(objs[1], key=lambda k: getattr(params[k][1].cls, "_em_order", 0)):
+                args[k] = objs[2][k]._em_rebuild(iter(args[k]), ctx)
         T.push(tr)
         try:
             result = self.fn(*args)
@@ -171,14 +196,32 @@ class Program:
         self._tracer, self._traced_text = tr, tr.print()
         self._trace_ms = (time.perf_counter() - t0) * 1e3
 
+    def _trace_objects(self, params, call_args):
+        """(ctx, leaves {position: ...}, objects {position: ...}) of the object arguments to trace
+        with: this call's, else the last call's (a retrace for another backend or introspection)."""
+        if call_args is None:
+            last = self._obj_last and {k: r() for k, r in self._obj_last.items()}
+            if not last or any(o is None for o in last.values()):
+                raise _C.Error(f"{self.name} takes a Module or optimizer argument: call it once first (its "
+                               "structure comes from the objects passed)")
+            call_args = [last.get(k) for k in range(len(params))]
+        ctx, _, leaves = O.describe(self.name, params, call_args)
+        return ctx, leaves, {k: call_args[k] for k in leaves}
+
     def _cache_key(self):
         """This program's trace cache key, or "" (the cache is off, or the function is uncacheable)."""
         if self._trace_key is None:
+            if self._params is None:
+                self._sig, self._params = _signature(self.fn)
+            if self._obj_structs is None and any(isinstance(s, O.ObjSpec) for _, s in self._params):
+                return ""  # the key needs the structure of the Module/optimizer arguments: not called yet
             self._trace_key = ""
             if self._use_trace_cache and _trace_cache.enabled():
-                if self._params is None:
-                    self._sig, self._params = _signature(self.fn)
-                self._trace_key = _trace_cache.key(self.fn, self.name, self._params) or ""
+                extra = ()
+                if self._obj_structs is not None:
+                    extra = tuple(self._obj_structs[k] for k in sorted(self._obj_structs))
+                if not self._obj_uncacheable:
+                    self._trace_key = _trace_cache.key(self.fn, self.name, self._params, extra) or ""
         return self._trace_key
 
     def _from_trace_cache(self):
@@ -221,9 +264,10 @@ class Program:
         return cp
 
     # Calling.
-    def _arguments(self, args, kwargs, copies=None):
+    def _arguments(self, args, kwargs, copies=None, leaves=None):
         """The run arguments (em.Tensor or scalar words) after checking them; NumPy arrays that had
-        to be copied are appended to `copies` as (position, array, tensor)."""
+        to be copied are appended to `copies` as (position, array, tensor, parameter name). `leaves`: the flattened
+        Module/optimizer arguments {position: [(name, em.Tensor or (dtype, value))]}."""
         if kwargs or len(args) != len(self._params):
             try:
                 bound = self._sig.bind(*args, **kwargs)
@@ -232,11 +276,19 @@ class Program:
             bound.apply_defaults()
             args = [bound.arguments[p] for p, _ in self._params]
         env, out = {}, []
-        for (pname, spec), v in zip(self._params, args):
+        for k, ((pname, spec), v) in enumerate(zip(self._params, args)):
             if isinstance(spec, D.DType):
                 out.append(_scalar_word(pname, spec, v))
                 continue
+            if isinstance(spec, O.ObjSpec):
+                for name, leaf in leaves[k]:
+                    out.append(_scalar_word(name, *leaf) if isinstance(leaf, tuple) else leaf)
+                continue
             dt = spec.dtype
+            if not isinstance(v, (Tensor, np.ndarray)):
+                from .nn.module import Parameter
+                if isinstance(v, Parameter):
+                    v = v.data
             if isinstance(v, Tensor):
                 if v._dtype_name != dt.name:
                     raise _C.TypeError(f"argument '{pname}' expects {spec}, got an em.Tensor of dtype {v._dtype_name}")
@@ -248,7 +300,7 @@ class Program:
                 _check_shape(pname, spec, v.shape, env)  # before any copy
                 t = from_numpy_arg(v, dt)
                 if copies is not None and (dt is D.bool or not v.flags.c_contiguous or not v.flags.writeable):
-                    copies.append((len(out), v, t))  # from_numpy_arg copied it
+                    copies.append((len(out), v, t, pname))  # from_numpy_arg copied it
                 out.append(t)
                 continue
             else:
@@ -263,23 +315,30 @@ class Program:
         if T.active() is not None:
             raise T.error(_C.Error, f"calling the compiled program {self.name} inside a traced function is "
                                     "not supported; call its Python function instead")
+        leaves = None
+        if self._has_obj is None:
+            self._sig, self._params = _signature(self.fn)
+            self._has_obj = any(isinstance(s, O.ObjSpec) for _, s in self._params)
+        if self._has_obj:
+            args, leaves = self._object_arguments(args, kwargs)
+            kwargs = {}
         if not self._from_trace_cache():
-            self._trace()
+            self._trace(args if leaves is not None else None)
         copies = []
-        run_args = self._arguments(args, kwargs, copies)  # argument errors come before any compiling
+        run_args = self._arguments(args, kwargs, copies, leaves)  # argument errors come before any compiling
         cp = self._compile()
         back = []
         if copies:  # arrays passed as copies: the ones the program writes get the copy back
             written = self._written.get(cp.backend_name)
             if written is None:
                 written = self._written[cp.backend_name] = frozenset(cp.written_args)
-            back = [(pos, a, t) for pos, a, t in copies if pos in written]
-            for pos, a, _ in back:
+            back = [(pos, a, t, pname) for pos, a, t, pname in copies if pos in written]
+            for _, a, _, pname in back:
                 if not a.flags.writeable:
-                    raise _C.TypeError(f"argument '{self._params[pos][0]}' is a read-only NumPy array, but "
+                    raise _C.TypeError(f"argument '{pname}' is a read-only NumPy array, but "
                                        f"{self.name} writes into it; pass a writeable array (e.g. a .copy())")
         outs = cp.run(run_args)
-        for _, a, t in back:
+        for _, a, t, _ in back:
             np.copyto(a, t.numpy())
         if self._returns == "none":
             return None
@@ -287,11 +346,30 @@ class Program:
             return outs[0]
         return tuple(outs)
 
+    def _object_arguments(self, args, kwargs):
+        """Binds the arguments of a program with Module/optimizer parameters, checks (or, at the
+        first call, records) their structures; returns (arguments in parameter order, leaves)."""
+        try:
+            bound = self._sig.bind(*args, **kwargs)
+        except TypeError as e:
+            raise _C.TypeError(f"{self.name}: {e}") from None
+        bound.apply_defaults()
+        args = [bound.arguments[p] for p, _ in self._params]
+        ctx, structs, leaves = O.describe(self.name, self._params, args)
+        if self._obj_structs is None:
+            self._obj_structs, self._obj_uncacheable = structs, ctx.uncacheable
+        else:
+            O.check(self.name, self._params, self._obj_structs, structs)
+        self._obj_last = {k: weakref.ref(args[k]) for k in structs}
+        return args, leaves
+
     def _interpret_stages(self, *args, lower_groups=False, tile_threads=False):
         """The reference interpreter's results as traced and after every pass that changed the IR
         (the pipeline as a backend with these options runs it): [(stage, [arrays])], each list the
         outputs followed by the tensor arguments after the run; a failing pass or verifier ends
         the list with ("error:after <pass>", message). Used by the differential fuzzer."""
+        if self._has_obj or any(isinstance(s, O.ObjSpec) for _, s in _signature(self.fn)[1]):
+            raise _C.Error(f"{self.name}: the reference interpreter does not take Module or optimizer arguments")
         self._trace()
         if self._tracer is None:
             self._traced_text = None

@@ -11,8 +11,14 @@ independent numbers by passing different seeds (e.g. a step counter as a program
         return X + 0.1 * em.random.randn(X.shape, seed)
 
 `seed` is a Python int or a scalar integer traced value (i32 or u32).
+
+em.random.seed(s) is host side: it seeds the initialization of em.nn layers (the NumPy streams of
+em.nn.init.generator()), not the numbers above, which always take their seed explicitly.
 """
 import math
+import threading
+
+import numpy as np
 
 from . import _dtypes as D
 from . import _ember as _C
@@ -20,7 +26,7 @@ from . import _tracing as T
 from ._ops import cast, cos, indices, log, sqrt
 from ._value import Value
 
-__all__ = ["rand", "randn", "randint", "hash"]
+__all__ = ["rand", "randn", "randint", "hash", "seed"]
 
 # xxHash32 primes (as in Jarzynski & Olano, "Hash Functions for GPU Rendering", JCGT 2020).
 _P2, _P3, _P4, _P5 = 2246822519, 3266489917, 668265263, 374761393
@@ -109,3 +115,32 @@ def randint(shape, seed, low, high):
             return cast(_bits(shape, seed, _S_INT), D.i32)
     r = _bits(shape, seed, _S_INT) % _u32(high - low)
     return cast(r, D.i32) + low
+
+
+# ---- host-side seeding of layer initialization -----------------------------------------------
+_host_lock = threading.Lock()
+_host_seed = 0      # the global seed of em.nn initialization (em.random.seed); 0 until set
+_host_streams = 0   # streams handed out since the global seed was last set
+
+
+def seed(s):
+    """Seeds layer initialization: after em.random.seed(s), each em.nn layer built without its own
+    seed= draws from the next of a reproducible sequence of NumPy streams derived from s (the same
+    s and the same order of construction give the same parameters). It does not affect
+    em.random.rand/randn/randint inside programs: those are counter-based with explicit seeds."""
+    if isinstance(s, T._BOOL_TYPES) or not isinstance(s, T._INT_TYPES):
+        raise T.error(_C.TypeError, f"em.random.seed: the seed must be an int, got {s!r}")
+    if int(s) < 0:
+        raise T.error(_C.Error, f"em.random.seed: the seed must be >= 0, got {s}")
+    global _host_seed, _host_streams
+    with _host_lock:
+        _host_seed, _host_streams = int(s), 0
+
+
+def _next_host_stream():
+    """The next np.random.SeedSequence of the global initialization seed (spawn key = its number)."""
+    global _host_streams
+    with _host_lock:
+        k = _host_streams
+        _host_streams += 1
+        return np.random.SeedSequence(_host_seed, spawn_key=(k,))

@@ -1,0 +1,208 @@
+"""em.optim.Optimizer: the base of SGD, Adam, AdamW and RMSprop.
+
+An optimizer owns its state as em.Tensors (per-parameter moments, a step counter) and its
+hyperparameters as Python numbers. Passed to a compiled function (annotated with its class), all
+of them become program inputs: the tensors are updated in place, the hyperparameters are runtime
+scalars, so changing `opt.lr` between calls does not recompile. Inside the program
+`opt.step(loss)` differentiates `loss` with respect to the parameters (em.grad), clips the
+gradients (by value, then by global norm, as torch.nn.utils.clip_grad_value_/clip_grad_norm_),
+applies the subclass's update rule and writes parameters, state and step counter back."""
+import math
+
+import numpy as np
+
+from .. import _ember as _C
+from .. import _tracing as T
+from .._autodiff import grad as _grad
+from .._dtypes import bool as _bool, f32
+from .._ops import clamp, sqrt, sum as _sum, where
+from .._tensor import tensor, zeros_tensor
+from ..nn.module import Module, Parameter
+
+_TRACED = "_em_traced"
+
+
+class Optimizer:
+    """Base class: subclasses set `_state_names` (per-parameter state tensors) and `_bools`
+    (hyperparameters passed as bool scalars) and define `_update(p, g, state, h, t)`."""
+
+    _em_order = 1  # described after the modules, whose parameters it refers to
+    _state_names = ()
+    _bools = ()
+
+    def __init__(self, params, **hyper):
+        if isinstance(params, Module):
+            named = params.named_parameters()
+        else:
+            try:
+                named = [(str(i), p) for i, p in enumerate(params)]
+            except TypeError:
+                raise _C.TypeError(f"{type(self).__name__}: expected a Module or an iterable of Parameters, got "
+                                   f"{type(params).__name__}") from None
+        for n, p in named:
+            if not isinstance(p, Parameter):
+                raise _C.TypeError(f"{type(self).__name__}: parameter {n} is a {type(p).__name__}, not an "
+                                   "em.nn.Parameter")
+        if not named:
+            raise _C.Error(f"{type(self).__name__}: no parameters to optimize")
+        d = self.__dict__
+        d["_names"] = [n for n, _ in named]
+        d["_params"] = [p for _, p in named]
+        d["_hyper"] = {}
+        for k, v in hyper.items():
+            self._set_hyper(k, v)
+        d["_state"] = [{k: zeros_tensor(p.shape, f32) for k in self._state_names} for p in self._params]
+        d["_step"] = zeros_tensor((), f32)
+
+    # Hyperparameters: attributes (opt.lr = 1e-4), also through param_groups[0]["lr"].
+    def _set_hyper(self, k, v):
+        if k in self._bools:
+            if not isinstance(v, (bool, np.bool_)):
+                raise _C.TypeError(f"{type(self).__name__}: {k} must be a bool, got {v!r}")
+            self._hyper[k] = bool(v)
+            return
+        if k.startswith("clip_") and v is None:
+            self._hyper[k] = None
+            return
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)) or math.isnan(v):
+            raise _C.TypeError(f"{type(self).__name__}: {k} must be a number, got {v!r}")
+        v = float(v)
+        if v < 0 or (k.startswith("clip_") and v == 0) or (k.startswith("beta") and v >= 1):
+            raise _C.Error(f"{type(self).__name__}: invalid {k} = {v}")
+        self._hyper[k] = v
+
+    def __getattr__(self, k):
+        h = self.__dict__.get("_hyper")
+        if h is not None and k in h:
+            return h[k]
+        raise AttributeError(f"{type(self).__name__} has no attribute {k!r}")
+
+    def __setattr__(self, k, v):
+        if k in self.__dict__.get("_hyper", ()):
+            self._set_hyper(k, v)
+        else:
+            object.__setattr__(self, k, v)
+
+    @property
+    def param_groups(self):
+        """[the hyperparameter dict] (as PyTorch's single param group); edits take effect next call."""
+        return [_Hyper(self)]
+
+    @property
+    def step_count(self):
+        """The number of steps taken (the step counter tensor's value)."""
+        return int(self._step.item())
+
+    def zero_grad(self, set_to_none=True):
+        """Does nothing: gradients are computed afresh by each step (kept for PyTorch habits)."""
+
+    # State.
+    def state_dict(self):
+        """{name: NumPy array}: "step", "state.<param>.<name>" and "hyper.<name>" (a clip of None is inf)."""
+        out = {"step": self._step.numpy()}
+        for n, st in zip(self._names, self._state):
+            for k, t in st.items():
+                out[f"state.{n}.{k}"] = t.numpy()
+        for k, v in self._hyper.items():
+            out[f"hyper.{k}"] = np.array(math.inf if v is None else v)
+        return out
+
+    def load_state_dict(self, state):
+        """Restores state_dict(); ember.Error on a missing or extra key, ember.ShapeError on a shape
+        mismatch (nothing changes then)."""
+        own = self.state_dict()
+        missing, extra = sorted(set(own) - set(state)), sorted(set(state) - set(own))
+        if missing or extra:
+            raise _C.Error(f"{type(self).__name__}.load_state_dict: "
+                           + "; ".join(s for s in (f"missing keys {missing}" if missing else "",
+                                                   f"unexpected keys {extra}" if extra else "") if s))
+        for k, a in own.items():
+            if np.shape(state[k]) != a.shape:
+                raise _C.ShapeError(f"{type(self).__name__}.load_state_dict: '{k}' has shape {np.shape(state[k])}, "
+                                    f"expected {a.shape}")
+        self.__dict__["_step"] = tensor(np.asarray(state["step"], np.float32), f32)
+        for n, st in zip(self._names, self._state):
+            for k in st:
+                st[k] = tensor(np.asarray(state[f"state.{n}.{k}"], np.float32), f32)
+        for k in self._hyper:
+            v = np.asarray(state[f"hyper.{k}"]).item()
+            self._set_hyper(k, None if k.startswith("clip_") and v == math.inf else v)
+
+    # Program arguments (python/ember/_objargs.py).
+    def _em_describe(self, argname, ctx):
+        parts, leaves = [("optimizer", "", type(self))], []
+        for n, p, st in zip(self._names, self._params, self._state):
+            owner = ctx.params.get(id(p))
+            if owner is None:
+                raise _C.TypeError(f"argument '{argname}': the {type(self).__name__} trains parameter '{n}', which "
+                                   "is not a parameter of a Module argument of this program; pass the module it "
+                                   "was made with as an argument too")
+            parts.append(("trains", f"#{n}", owner))
+            for k, t in st.items():
+                parts.append(("state", f"{n}.{k}", tuple(t.shape), "f32"))
+                leaves.append((f"{argname}.state.{n}.{k}", t))
+        parts.append(("buffer", "step", (), "f32"))
+        leaves.append((f"{argname}.step", self._step))
+        parts.append(("hyperparameters", "#hyper", tuple(self._hyper)))
+        for k, v in self._hyper.items():
+            leaves.append((f"{argname}.{k}", (_bool, v) if k in self._bools else (f32, math.inf if v is None else v)))
+        return tuple(parts), leaves
+
+    def _em_rebuild(self, values, ctx):
+        c = object.__new__(type(self))
+        d = c.__dict__
+        d[_TRACED] = True
+        d["_names"] = self._names
+        d["_pvals"] = [ctx.values[id(p)] for p in self._params]
+        d["_svals"] = [{k: next(values) for k in st} for st in self._state]
+        d["_tstep"] = next(values)
+        d["_hvals"] = d["_hyper"] = {k: next(values) for k in self._hyper}  # opt.lr reads the traced scalar
+        return c
+
+    def step(self, loss):
+        """Inside a compiled function taking this optimizer as an argument: one optimization step on
+        the scalar `loss` (gradients, clipping, update; parameters and state written in place)."""
+        if not self.__dict__.get(_TRACED):
+            raise T.error(_C.Error, f"{type(self).__name__}.step(loss) runs inside a compiled function that takes "
+                                    f"the optimizer as an argument annotated with em.optim.{type(self).__name__}")
+        h, params = self._hvals, self._pvals
+        grads = _grad(loss, list(params))
+        if "clip_value" in h:
+            c = h["clip_value"]
+            grads = [clamp(g, -c, c) for g in grads]
+        if "clip_norm" in h:  # torch.nn.utils.clip_grad_norm_: coef = max_norm / (norm + 1e-6), at most 1
+            total = _sum(grads[0] * grads[0])
+            for g in grads[1:]:
+                total = total + _sum(g * g)
+            coef = h["clip_norm"] / (sqrt(total) + 1e-6)
+            coef = where(coef < 1.0, coef, 1.0)
+            grads = [g * coef for g in grads]
+        t = self._tstep + 1.0
+        news = [self._update(p, g, st, h, t) for p, g, st in zip(params, grads, self._svals)]
+        for p, st, (new_p, new_st) in zip(params, self._svals, news):
+            for k, v in new_st.items():
+                st[k][...] = v
+            p[...] = new_p
+        self._tstep[...] = t
+
+    def _update(self, p, g, state, h, t):
+        """(new parameter, {state name: new value}) for parameter `p` with gradient `g` (traced)."""
+        raise NotImplementedError
+
+    def __repr__(self):
+        hp = ", ".join(f"{k}={v}" for k, v in self._hyper.items())
+        return f"em.optim.{type(self).__name__}({len(self._params)} parameters, {hp})"
+
+
+class _Hyper(dict):
+    """The param_groups[0] view: reads and writes the optimizer's hyperparameters."""
+
+    def __init__(self, opt):
+        super().__init__(opt._hyper)
+        self._opt = opt
+
+    def __setitem__(self, k, v):
+        if k not in self._opt._hyper:
+            raise KeyError(k)
+        self._opt._set_hyper(k, v)
+        super().__setitem__(k, self._opt._hyper[k])
