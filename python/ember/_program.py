@@ -264,17 +264,22 @@ class Program:
         return cp
 
     # Calling.
+    def _bind(self, args, kwargs):
+        """The call's arguments in parameter order (defaults applied); ember.TypeError when they do
+        not fit the signature."""
+        try:
+            bound = self._sig.bind(*args, **kwargs)
+        except TypeError as e:
+            raise _C.TypeError(f"{self.name}: {e}") from None
+        bound.apply_defaults()
+        return [bound.arguments[p] for p, _ in self._params]
+
     def _arguments(self, args, kwargs, copies=None, leaves=None):
         """The run arguments (em.Tensor or scalar words) after checking them; NumPy arrays that had
         to be copied are appended to `copies` as (position, array, tensor, parameter name). `leaves`: the flattened
         Module/optimizer arguments {position: [(name, em.Tensor or (dtype, value))]}."""
         if kwargs or len(args) != len(self._params):
-            try:
-                bound = self._sig.bind(*args, **kwargs)
-            except TypeError as e:
-                raise _C.TypeError(f"{self.name}: {e}") from None
-            bound.apply_defaults()
-            args = [bound.arguments[p] for p, _ in self._params]
+            args = self._bind(args, kwargs)
         env, out = {}, []
         for k, ((pname, spec), v) in enumerate(zip(self._params, args)):
             if isinstance(spec, D.DType):
@@ -349,12 +354,7 @@ class Program:
     def _object_arguments(self, args, kwargs):
         """Binds the arguments of a program with Module/optimizer parameters, checks (or, at the
         first call, records) their structures; returns (arguments in parameter order, leaves)."""
-        try:
-            bound = self._sig.bind(*args, **kwargs)
-        except TypeError as e:
-            raise _C.TypeError(f"{self.name}: {e}") from None
-        bound.apply_defaults()
-        args = [bound.arguments[p] for p, _ in self._params]
+        args = self._bind(args, kwargs)
         ctx, structs, leaves = O.describe(self.name, self._params, args)
         if self._obj_structs is None:
             self._obj_structs, self._obj_uncacheable = structs, ctx.uncacheable
