@@ -43,6 +43,7 @@ class MLP(em.nn.Module):
         self.fc2 = em.nn.Linear(hidden, 10, seed=seed + 1)
 
     def forward(self, x):
+        """Logits [B, 10] of images x [B, 64] (traced)."""
         return self.fc2(em.nn.relu(self.fc1(x)))
 
     def filters(self):
@@ -60,6 +61,7 @@ class CNN(em.nn.Module):
         self.fc = em.nn.Linear(2 * c * 16, 10, seed=seed + 2)
 
     def forward(self, x):
+        """Logits [B, 10] of images x [B, 64] (traced)."""
         h = em.nn.relu(self.conv1(em.reshape(x, (x.shape[0], 1, 8, 8))))
         h = em.nn.relu(self.conv2(h))  # [B, 2c, 4, 4]
         return self.fc(em.reshape(h, (h.shape[0], self.fc.in_features)))
@@ -212,6 +214,7 @@ def make_state(args):
 
 
 def widgets(win, s):
+    """The controls: status, loss and accuracy plots, lr / batch / steps sliders, pause, reset."""
     tr = s.tr
     w, h = win.size
     with em.ui.window("Training", pos=(8, 8), size=(0.4 * w - 16, h - 16)):

@@ -208,3 +208,14 @@ def test_readme_training_example_runs(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     acc = float(re.search(r"test accuracy ([0-9.]+)", proc.stdout).group(1))
     assert acc >= 0.9, proc.stdout
+
+
+def test_batch_helpers_need_a_trace_and_tensors():
+    with pytest.raises(em.Error, match="inside a function compiled with @em.compile"):
+        em.data.random_batch(4, 0, np.zeros((8, 2), np.float32))
+
+    @em.compile
+    def no_tensors(seed: em.i32):
+        return em.data.random_batch(4, seed)
+    with pytest.raises(em.TypeError, match="em.data.random_batch: give at least one tensor"):
+        no_tensors(0)
