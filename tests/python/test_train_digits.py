@@ -207,7 +207,7 @@ def test_readme_training_example_runs(tmp_path):
                           cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     acc = float(re.search(r"test accuracy ([0-9.]+)", proc.stdout).group(1))
-    assert acc >= 0.9, proc.stdout
+    assert acc >= 0.95, proc.stdout  # 95.8% (every 5th image held out, 300 steps)
 
 
 def test_batch_helpers_need_a_trace_and_tensors():
