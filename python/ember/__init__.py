@@ -31,7 +31,7 @@ from ._program import Program, backend, compile, device_info, init
 from . import _random as random  # noqa: F401  (em.random; not in __all__: the stdlib has a random)
 from ._window import Window, WindowError
 from . import ui  # noqa: F401  (em.ui: immediate-mode widgets of the open window frame)
-from . import nn, optim  # noqa: F401  (em.nn modules and layers, em.optim optimizers)
+from . import data, nn, optim  # noqa: F401  (em.data minibatches on the device, em.nn modules, em.optim)
 from .nn.module import load, save
 
 __version__ = getattr(_ember, "__version__", "0.0.0")
@@ -51,5 +51,5 @@ __all__ = [
     "break_", "buffer", "continue_", "else_", "if_", "kernel", "loop", "var", "zeros",
     "barrier", "group_buffer", "group_index", "local_index",
     "gather", "scatter", "grad", "jvp",
-    "Program", "backend", "compile", "device_info", "init", "nn", "optim", "save", "load",
+    "Program", "backend", "compile", "device_info", "init", "data", "nn", "optim", "save", "load",
 ]
