@@ -128,8 +128,9 @@ def test_program_binaries_cached_or_nothing(gl, tmp_path):
     second, _ = child(tmp_path / "off", EMBER_OPENGL_PROGRAM_BINARY="0")
     assert (first["cache_hit"], second["cache_hit"]) == (False, False)
     assert "compiled programs are not cached on disk" in log, log
-    # No shader artifact (the lowered program, `prog-*`, is the program cache's and kept either way).
-    left = [p for p in (tmp_path / "off").glob("*") if not p.name.startswith("prog-")]
+    # No shader artifact (the lowered program, `prog-*`, and the trace entry, `trace-*`, belong to
+    # the program and trace caches and are kept either way).
+    left = [p for p in (tmp_path / "off").glob("*") if not p.name.startswith(("prog-", "trace-"))]
     assert not left, left
 
 
