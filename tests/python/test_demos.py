@@ -470,3 +470,22 @@ def test_every_demo_kernel_passes_glslang_validator(lang, tmp_path):
                 checked.add(f"{name}.{attr}")
     assert checked == {"demo_nbody.render", "demo_fluid.add_forces", "demo_fluid.shade",
                        "demo_mandelbrot.mandelbrot", "demo_raymarch.raymarch"}
+
+
+_RUN_CHILD = """
+import sys
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+px, _ = __import__(sys.argv[2])._run(headless=False)
+np.save(sys.argv[3], px)
+"""
+
+
+def windowed_run_pixels(test_module, xvfb_display, tmp_path, timeout=600):
+    """The pixels of `test_module`._run(headless=False) (a tests/python module), rendered on screen
+    under Xvfb in a child process."""
+    out = tmp_path / "px.npy"
+    proc = subprocess.run([sys.executable, "-c", _RUN_CHILD, str(Path(__file__).resolve().parent), test_module,
+                           str(out)], env=_child_env(xvfb_display), capture_output=True, text=True, timeout=timeout)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return np.load(out)

@@ -17,7 +17,7 @@ import pytest
 
 import ember as em
 from test_examples import EXAMPLES, example
-from test_demos import _child_env, _compare_golden, needs_window
+from test_demos import _child_env, _compare_golden, needs_window, windowed_run_pixels
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 
@@ -156,23 +156,9 @@ def test_window_renders_headless_like_its_golden():
     _compare_golden("train_digits", px)
 
 
-_WINDOWED_CHILD = """
-import sys
-import numpy as np
-sys.path.insert(0, sys.argv[1])
-import test_train_digits as t
-px, s = t._run(headless=False)
-np.save(sys.argv[2], px)
-"""
-
-
 @needs_window
 def test_window_renders_on_screen_like_its_golden(xvfb_display, tmp_path):
-    out = tmp_path / "px.npy"
-    proc = subprocess.run([sys.executable, "-c", _WINDOWED_CHILD, str(Path(__file__).resolve().parent), str(out)],
-                          env=_child_env(xvfb_display), capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    _compare_golden("train_digits", np.load(out))
+    _compare_golden("train_digits", windowed_run_pixels("test_train_digits", xvfb_display, tmp_path, timeout=600))
 
 
 # The script and the README ------------------------------------------------------------------------

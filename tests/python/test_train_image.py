@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import ember as em
-from test_demos import _child_env, _compare_golden, needs_window
+from test_demos import _child_env, _compare_golden, needs_window, windowed_run_pixels
 from test_examples import EXAMPLES, example
 
 
@@ -90,23 +90,9 @@ def test_window_frames_like_golden():
     _compare_golden("train_image", px)
 
 
-_WINDOWED_CHILD = """
-import sys
-import numpy as np
-sys.path.insert(0, sys.argv[1])
-import test_train_image as t
-px, s = t._run(headless=False)
-np.save(sys.argv[2], px)
-"""
-
-
 @needs_window
 def test_window_on_screen_like_golden(xvfb_display, tmp_path):
-    out = tmp_path / "px.npy"
-    proc = subprocess.run([sys.executable, "-c", _WINDOWED_CHILD, str(EXAMPLES.parent / "tests" / "python"), str(out)],
-                          env=_child_env(xvfb_display), capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    _compare_golden("train_image", np.load(out))
+    _compare_golden("train_image", windowed_run_pixels("test_train_image", xvfb_display, tmp_path, timeout=300))
 
 
 def test_script_trains_and_reports_psnr():
