@@ -1,5 +1,7 @@
 #include "core/passes/simplify.h"
 
+#include <cmath>
+
 #include "core/ir/builder.h"
 #include "core/ir/eval.h"
 #include "core/ir/shape.h"
@@ -23,6 +25,103 @@ bool identity_load(const Node* n) {
     if (ix->op != Op::index || ix->axis != a || !same_shape(ix->shape, n->shape)) return false;
   }
   return true;
+}
+
+// A finite f32 constant +-2^k: scaling by it commutes with rounding (barring over/underflow).
+bool is_pow2_const(const Node* n) {
+  if (n->op != Op::constant || n->dtype != DType::f32) return false;
+  int e = 0;
+  const float m = std::frexp(std::fabs(n->f()), &e);
+  return std::isfinite(n->f()) && m == 0.5f;
+}
+
+// Splits an f32 mul into (non-constant, constant) operands, or returns false.
+bool mul_by_const(const Node* n, Node*& x, Node*& c) {
+  if (n->op != Op::mul || n->dtype != DType::f32) return false;
+  Node* a = n->operand(0);
+  Node* k = n->operand(1);
+  if (a->op == Op::constant) std::swap(a, k);
+  if (k->op != Op::constant || a->op == Op::constant) return false;
+  x = a;
+  c = k;
+  return true;
+}
+
+// A value that can be re-read at a later point: one use (so rewriting its user leaves it dead)
+// and, for the operand it is built from, not a var (whose value could have changed since).
+bool single_use(const Node* n) { return n->users.size() == 1; }
+bool rereadable(const Node* n) { return !has_flag(n->op, F_MUTABLE); }
+
+// x * k as few operations as it takes: x, -x or a multiply (null when k is not finite and nonzero).
+Node* scaled(Builder& b, Node* x, float k) {
+  if (!std::isfinite(k) || k == 0.0f) return nullptr;
+  if (k == 1.0f) return x;
+  if (k == -1.0f) return b.unary(Op::neg, x);
+  return b.binary(Op::mul, x, b.f32(k));
+}
+
+// Sign and power-of-two scaling folds on f32, exact up to over/underflow: negations move into
+// constants or into add/sub, and power-of-two factors move outward until they meet and merge.
+// They clean up what reverse mode emits (d(x*x) = g*x + g*x, -(-0.5 * ...) * 0.5 chains).
+Node* fold_scaling(Builder& b, Node* n) {
+  if (n->dtype != DType::f32) return nullptr;
+  Node *x, *c;
+  auto same = [&](Node* r) { return r && same_shape(r->shape, n->shape) ? r : nullptr; };
+  switch (n->op) {
+    case Op::add: {
+      Node* l = n->operand(0);
+      Node* r = n->operand(1);
+      if (l == r && l->op != Op::constant) return same(b.binary(Op::mul, l, b.f32(2.0f)));
+      if (r->op == Op::neg && single_use(r) && rereadable(r->operand(0)))
+        return same(b.binary(Op::sub, l, r->operand(0)));
+      if (l->op == Op::neg && single_use(l) && rereadable(l->operand(0)))
+        return same(b.binary(Op::sub, r, l->operand(0)));
+      break;
+    }
+    case Op::sub: {
+      Node* r = n->operand(1);
+      if (r->op == Op::neg && single_use(r) && rereadable(r->operand(0)))
+        return same(b.binary(Op::add, n->operand(0), r->operand(0)));
+      break;
+    }
+    case Op::neg: {
+      Node* in = n->operand(0);
+      if (single_use(in) && mul_by_const(in, x, c) && rereadable(x)) return same(b.binary(Op::mul, x, b.f32(-c->f())));
+      break;
+    }
+    case Op::mul: {
+      if (mul_by_const(n, x, c)) {
+        Node *y, *d;
+        if (x->op == Op::neg && single_use(x) && rereadable(x->operand(0)))
+          return same(b.binary(Op::mul, x->operand(0), b.f32(-c->f())));
+        if (single_use(x) && mul_by_const(x, y, d) && rereadable(y) && (is_pow2_const(c) || is_pow2_const(d)))
+          return same(scaled(b, y, c->f() * d->f()));
+        // (a * (t * d)) * c -> (a * t) * (c * d) for a power-of-two d, even when t * d has other
+        // users: the product keeps its two multiplies (or fewer when c * d is +-1).
+        if (single_use(x) && x->op == Op::mul && x->operand(0) != x->operand(1) && is_pow2_const(c)) {
+          for (int i = 0; i < 2; ++i) {
+            Node* a = x->operand(1 - i);
+            if (mul_by_const(x->operand(i), y, d) && is_pow2_const(d) && rereadable(a) && rereadable(y))
+              return same(scaled(b, b.binary(Op::mul, a, y), c->f() * d->f()));
+          }
+        }
+        break;
+      }
+      for (int i = 0; i < 2; ++i) {
+        Node* in = n->operand(i);
+        Node* other = n->operand(1 - i);
+        if (!single_use(in) || in == other) continue;
+        if (in->op == Op::neg && rereadable(in->operand(0)))
+          return same(b.unary(Op::neg, b.binary(Op::mul, in->operand(0), other)));
+        Node *y, *d;
+        if (mul_by_const(in, y, d) && is_pow2_const(d) && rereadable(y))
+          return same(b.binary(Op::mul, b.binary(Op::mul, y, other), d));
+      }
+      break;
+    }
+    default: break;
+  }
+  return nullptr;
 }
 
 // Returns the node that can replace n, or null.
@@ -68,7 +167,7 @@ Node* simplify_node(Builder& b, Node* n) {
       break;
     default: break;
   }
-  return nullptr;
+  return fold_scaling(b, n);
 }
 
 }  // namespace

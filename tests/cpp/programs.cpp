@@ -261,6 +261,29 @@ std::unique_ptr<Program> bitonic_sort() {
   return t.release();
 }
 
+// The sign and power-of-two scaling chains reverse mode emits (simplify folds them): a product
+// scaled by -0.5, negated and halved; a shared scaled value times -4; x + x; adds of negations.
+// A var read in a product and then set again: a fold must not re-read it after the set.
+std::unique_ptr<Program> sign_scaling() {
+  Tracer t("sign_scaling");
+  Node* A = t.input(DType::f32, {sym("N")}, "A");
+  Node* B = t.input(DType::f32, {sym("N")}, "B");
+  auto c = [&](double v) { return t.constant(v, DType::f32); };
+  Node* h = t.binary(Op::mul, A, c(-0.5));
+  Node* y = t.binary(Op::mul, t.unary(Op::neg, t.binary(Op::mul, A, h)), c(0.5));
+  Node* s = t.binary(Op::mul, y, c(0.25));
+  t.output(t.binary(Op::add, t.binary(Op::mul, t.binary(Op::mul, B, s), c(-4)), B));
+  t.output(t.binary(Op::mul, s, t.binary(Op::add, B, B)));
+  t.output(t.binary(Op::sub, t.unary(Op::neg, t.binary(Op::add, A, A)), t.unary(Op::neg, B)));
+  t.output(t.binary(Op::add, t.unary(Op::neg, t.binary(Op::mul, t.unary(Op::neg, A), B)), t.binary(Op::mul, A, c(3))));
+  Node* v = t.var(B);
+  Node* scaled = t.binary(Op::mul, v, c(0.5));
+  t.set(v, t.binary(Op::add, v, A));
+  t.output(t.binary(Op::mul, scaled, c(4)));
+  t.output(t.binary(Op::mul, t.unary(Op::neg, v), c(2)));
+  return t.release();
+}
+
 std::vector<TestProgram> test_programs() {
   return {
       {"nbody", nbody, 1},
@@ -274,6 +297,7 @@ std::vector<TestProgram> test_programs() {
       {"sin_matmul", sin_matmul, 2},
       {"row_merge", row_merge, 5},
       {"matmul_tiles", matmul_tiles, 2},
+      {"sign_scaling", sign_scaling, -1},
   };
 }
 

@@ -9,7 +9,10 @@
 #include "core/ir/printer.h"
 #include "core/ir/shape.h"
 #include "core/ir/verifier.h"
+#include "core/passes/cse.h"
+#include "core/passes/dce.h"
 #include "core/passes/pipeline.h"
+#include "core/passes/simplify.h"
 #include "programs.h"
 
 using namespace ember;
@@ -149,6 +152,39 @@ TEST(Pipeline, MatmulRunsInRegisterTiles) {
 
 // The sort's stage loops run on the host: after the pipeline no loop remains inside a kernel,
 // and the result is sorted.
+// simplify folds sign_scaling's signs and power-of-two factors (exactly) into one multiply by a
+// constant per chain, and does not fold through the var that is set in between.
+TEST(Simplify, FoldsSignsAndPowerOfTwoFactors) {
+  std::unique_ptr<Program> p;
+  for (const TestProgram& tp : test_programs())
+    if (tp.name == "sign_scaling") p = tp.build();
+  ASSERT_TRUE(p);
+  for (int round = 0; round < 8; ++round) {
+    bool any = simplify(*p);
+    any |= cse(*p);
+    any |= dce(*p);
+    if (!any) break;
+  }
+  verify(*p);
+  std::vector<float> factors;
+  int negs = 0, muls = 0;
+  p->for_each([&](Node* n) {
+    negs += n->op == Op::neg;
+    if (n->op != Op::mul) return;
+    ++muls;
+    for (Node* o : n->operands)
+      if (o->op == Op::constant) factors.push_back(o->f());
+  });
+  std::sort(factors.begin(), factors.end());
+  // -(A*(A*-0.5))*0.5*0.25 = (A*A)*0.0625 = s; (B*s)*-4 + B = (B*(A*A))*-0.25 + B;
+  // s*(B+B) = (B*(A*A))*0.125 (the product shared by cse); -(A+A) - -B = B + A*-2;
+  // -(-A*B) + A*3 = A*B + A*3. The var: v*0.5 and -v are read before the set, so their
+  // users' factors (4, 2) stay apart: the one negation and the factors 0.5, 4, 2.
+  EXPECT_EQ(negs, 1) << print_program(*p);
+  EXPECT_EQ(factors, (std::vector<float>{-2.0f, -0.25f, 0.125f, 0.5f, 2.0f, 3.0f, 4.0f})) << print_program(*p);
+  EXPECT_EQ(muls, 10) << print_program(*p);
+}
+
 TEST(Pipeline, BitonicStagesBecomeHostLoops) {
   std::unique_ptr<Program> p = bitonic_sort();
   std::mt19937 rng(3);
