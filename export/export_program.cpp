@@ -96,7 +96,7 @@ ExportResult export_program(const Program& traced, const std::string& target,
     if (dims.empty()) throw;
     // Host math on a symbolic dim the manifest cannot express: fix the dims the caller gave.
     p = lower(traced, t.api, dims);
-    plan = build_host_plan(*p, t.api, dims);
+    plan = build_host_plan(*p, t.api, dims, &traced);
   }
   ExportResult r;
   r.manifest = manifest_json(plan, t);

@@ -53,8 +53,9 @@ bool constant_text(const std::string& e) { return !e.empty() && e.find_first_not
 
 class PlanBuilder {
  public:
-  PlanBuilder(const Program& p, KernelApi api, const std::vector<std::pair<std::string, int64_t>>& fixed)
-      : p_(p), x_(p.name), fixed_(fixed) {
+  PlanBuilder(const Program& p, KernelApi api, const std::vector<std::pair<std::string, int64_t>>& fixed,
+              const Program* traced)
+      : p_(p), traced_(traced), x_(p.name), fixed_(fixed) {
     plan_.program = p.name;
     plan_.api = api;
   }
@@ -88,10 +89,13 @@ class PlanBuilder {
       for (const auto& [n, v] : fixed_)
         if (n == d->name) pd.value = v;
       bool found = false;
-      for (const Node* a : p_.args) {
+      // A fixed dim no longer appears in the lowered inputs' shapes: find it as traced.
+      const Program& shapes = traced_ && j < traced_->dims.size() ? *traced_ : p_;
+      const Node* dn = &shapes == &p_ ? d : shapes.dims[j];
+      for (const Node* a : shapes.args) {
         if (a->op != Op::input) continue;
         for (size_t k = 0; k < a->shape.size() && !found; ++k)
-          if (a->shape[k] == d) {
+          if (a->shape[k] == dn) {
             pd.input = a->name;
             pd.axis = static_cast<int>(k);
             found = true;
@@ -320,6 +324,7 @@ class PlanBuilder {
   }
 
   const Program& p_;
+  const Program* traced_;
   PlanExprs x_;
   std::vector<std::pair<std::string, int64_t>> fixed_;
   HostPlan plan_;
@@ -331,8 +336,9 @@ class PlanBuilder {
 
 }  // namespace
 
-HostPlan build_host_plan(const Program& p, KernelApi api, const std::vector<std::pair<std::string, int64_t>>& fixed) {
-  return PlanBuilder(p, api, fixed).run();
+HostPlan build_host_plan(const Program& p, KernelApi api, const std::vector<std::pair<std::string, int64_t>>& fixed,
+                         const Program* traced) {
+  return PlanBuilder(p, api, fixed, traced).run();
 }
 
 }  // namespace ember

@@ -91,9 +91,11 @@ struct HostPlan {
 };
 
 // The plan of `p` (lowered through split_host) for kernels printed and bound for `api`.
-// `fixed` gives the dims fixed at export (by name; the others stay symbolic). Throws
-// CompileError naming the step and the user's source line for a host step the plan cannot
-// express.
-HostPlan build_host_plan(const Program& p, KernelApi api, const std::vector<std::pair<std::string, int64_t>>& fixed = {});
+// `fixed` gives the dims fixed at export (by name; the others stay symbolic), `traced` the
+// program before they were replaced by constants (where they are found in the inputs' shapes).
+// Throws CompileError naming the step and the user's source line for a host step the plan
+// cannot express.
+HostPlan build_host_plan(const Program& p, KernelApi api, const std::vector<std::pair<std::string, int64_t>>& fixed = {},
+                         const Program* traced = nullptr);
 
 }  // namespace ember
