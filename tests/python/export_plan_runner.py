@@ -150,7 +150,6 @@ def run_cpp_export(out_dir, args, work):
         if b["name"] not in bufs:
             bufs[b["name"]] = np.zeros(evaluate(b["count"], env), np.uint32)
     kernels = {k["name"]: k for k in m["kernels"]}
-    dtypes = {s["name"]: s["dtype"] for s in m["scalars"]}
 
     def steps(plan):
         for s in plan:
@@ -187,7 +186,6 @@ def run_cpp_export(out_dir, args, work):
             else:
                 raise ValueError(f"unknown step {op}")
 
-    del dtypes
     steps(m["plan"])
     outs = []
     shapes = {b["name"]: [evaluate(e, env) for e in b["shape"]] for b in m["buffers"]}

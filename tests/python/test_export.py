@@ -142,7 +142,8 @@ def test_nbody_stays_symbolic(tmp_path, rng):
     assert m["dims"] == [{"name": "N", "from": {"input": "X", "axis": 0}}]
     assert {b["name"]: b["count"] for b in m["buffers"]}["X"] == "N*3"
     (d,) = [s for s in m["plan"] if s["op"] == "dispatch"]
-    assert "N" in d["threads"] and d["params"]["p0"] == "N" or "dt" in d["params"].values()
+    assert d["threads"] == "N" and d["groups"] == ["min((N+63)/64,65535)", "((N+63)/64+65534)/65535", "1"]
+    assert d["params"] == {"threads": "N", "row": "min((N+63)/64,65535)*64", "p0": "N", "p1": "dt"}
 
 
 def test_fluid_plan_has_host_loop(tmp_path):
