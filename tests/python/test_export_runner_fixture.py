@@ -1,0 +1,146 @@
+"""tools/export_runner on a hand-written export (tests/export_fixtures/axpy): shaders compiled by
+glslangValidator, not by Ember, so this proves the runner alone — its Vulkan and OpenGL devices,
+its plan steps (loop, dispatch, readback, if, fill, copy), dims bound from input shapes, push
+constants and uniform blocks, f32/i32/bool buffers, zero_init — and its error messages."""
+import json
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+from export_runner_helpers import REPO, need_tool, run_runner, runner_path
+
+FIXTURE = REPO / "tests" / "export_fixtures" / "axpy"
+
+
+def make_export(tmp_path, target):
+    """The fixture as an export folder of `target` (spirv: SPIR-V compiled here; glsl: the sources)."""
+    d = tmp_path / f"axpy-{target}"
+    d.mkdir()
+    shutil.copy(FIXTURE / f"manifest_{target}.json", d / "manifest.json")
+    for k in ("axpy", "count_pos"):
+        shutil.copy(FIXTURE / f"{k}.comp", d / f"{k}.comp")
+        if target == "spirv":
+            glslang = need_tool("glslangValidator", "glslang-tools")
+            subprocess.run([glslang, "-V", "-S", "comp", str(d / f"{k}.comp"), "-o", str(d / f"{k}.spv")],
+                           check=True, capture_output=True)
+    return d
+
+
+def expected(x, y, a, iters):
+    """NumPy's result of the fixture's plan, step by step in float32."""
+    y = y.copy()
+    for i in range(iters):
+        y = (y + np.float32(a) * x * np.float32(i + 1)).astype(np.float32)
+    npos = int((y > 0).sum())
+    verdict = np.array([1 if 2 * npos > len(x) else -1, npos], np.int32)
+    return {"y": y, "mask": y > 0, "cnt": np.array([npos], np.int32), "verdict": verdict,
+            "ycopy": np.concatenate([y, y]).reshape(-1, 2)}
+
+
+@pytest.mark.parametrize("target", ["spirv", "glsl"])
+@pytest.mark.parametrize("n,iters", [(1000, 5), (64, 0), (4099, 3)])
+def test_fixture_matches_numpy(tmp_path, rng, target, n, iters):
+    export = make_export(tmp_path, target)
+    x = rng.standard_normal(n).astype(np.float32)
+    y = rng.standard_normal(n).astype(np.float32)
+    a = 0.375
+    proc, out = run_runner(export, tmp_path / "out", {"x": x, "y": y}, {"a": a, "iters": iters},
+                           gl=target == "glsl", extra=["--poison"])
+    want = expected(x, y, a, iters)
+    assert sorted(out) == sorted(want)
+    np.testing.assert_allclose(out["y"], want["y"], rtol=1e-5, atol=1e-5)
+    assert out["mask"].dtype == np.bool_ and (out["mask"] == want["mask"]).all()
+    assert out["cnt"].dtype == np.int32 and (out["cnt"] == want["cnt"]).all()
+    assert (out["verdict"] == want["verdict"]).all()
+    np.testing.assert_allclose(out["ycopy"], want["ycopy"], rtol=1e-5, atol=1e-5)
+    assert out["ycopy"].shape == (n, 2)
+    assert f"{iters + 1} dispatches" in proc.stdout
+
+
+def test_fixture_poison_shows_missing_zero_init(tmp_path, rng):
+    """--poison fills buffers the manifest leaves uninitialized with NaN words: a counter wrongly
+    marked zero_init=false then counts from garbage, which is what the flag is for."""
+    export = make_export(tmp_path, "spirv")
+    m = json.loads((export / "manifest.json").read_text())
+    next(b for b in m["buffers"] if b["name"] == "cnt")["zero_init"] = False
+    (export / "manifest.json").write_text(json.dumps(m))
+    x = rng.standard_normal(256).astype(np.float32)
+    y = rng.standard_normal(256).astype(np.float32)
+    _, good = run_runner(export, tmp_path / "zero", {"x": x, "y": y}, {"a": 0.5, "iters": 1})
+    _, bad = run_runner(export, tmp_path / "poison", {"x": x, "y": y}, {"a": 0.5, "iters": 1}, extra=["--poison"])
+    assert good["cnt"][0] == (expected(x, y, 0.5, 1)["y"] > 0).sum()
+    assert bad["cnt"][0] != good["cnt"][0]
+
+
+def _fails(tmp_path, export, inputs, scalars, *, gl=False, extra=()):
+    proc, _ = run_runner(export, tmp_path / "err", inputs, scalars, gl=gl, extra=extra, check=False)
+    assert proc.returncode != 0
+    return proc.stderr
+
+
+def test_fixture_errors(tmp_path, rng):
+    export = make_export(tmp_path, "spirv")
+    x = rng.standard_normal(100).astype(np.float32)
+    ok = {"x": x, "y": x.copy()}
+    s = {"a": 0.5, "iters": 2}
+    assert "missing input y" in _fails(tmp_path, export, {"x": x}, s)
+    assert "missing scalar iters" in _fails(tmp_path, export, ok, {"a": 0.5})
+    assert "no input named z" in _fails(tmp_path, export, {**ok, "z": x}, s)
+    assert "holds i32, the export expects f32" in _fails(tmp_path, export, {**ok, "y": x.astype(np.int32)}, s)
+    assert "shape [50, 2], the export expects [100]" in _fails(tmp_path, export, {**ok, "y": x.reshape(50, 2)}, s)
+    assert "unsupported dtype '<f8'" in _fails(tmp_path, export, {**ok, "y": x.astype(np.float64)}, s)
+    assert "not a valid i32" in _fails(tmp_path, export, ok, {"a": 0.5, "iters": "two"})
+    assert "add --gl" not in _fails(tmp_path, export, ok, s, gl=True)
+    assert "runs a `glsl` export" in _fails(tmp_path, export, ok, s, gl=True)
+
+
+@pytest.mark.parametrize("edit,message", [
+    (lambda m: m.update(version=7), "$.version: this runner reads version 1"),
+    (lambda m: m["plan"][1].update(kernel="nope"), "$.plan[1].kernel: no kernel named \"nope\""),
+    (lambda m: m["plan"][1]["params"].pop("threads"), "no value for parameter field \"threads\""),
+    (lambda m: m["plan"][0]["body"][0].update(groups=["(N+63)/", 1, 1]), "bad expression '(N+63)/'"),
+    (lambda m: m["plan"][0]["body"][0].update(groups=["M", 1, 1]), "unknown name 'M'"),
+    (lambda m: m["plan"][5].update(count="N+1"), "are outside buffer y"),
+    (lambda m: m["kernels"][0].update(file="missing.spv"), "cannot open"),
+    (lambda m: m["plan"].append({"op": "jump"}), "unknown step \"jump\""),
+    (lambda m: m["buffers"][0].update(role="weights"), "unknown role \"weights\""),
+])
+def test_fixture_bad_manifest(tmp_path, rng, edit, message):
+    export = make_export(tmp_path, "spirv")
+    m = json.loads((export / "manifest.json").read_text())
+    edit(m)
+    (export / "manifest.json").write_text(json.dumps(m))
+    x = rng.standard_normal(100).astype(np.float32)
+    err = _fails(tmp_path, export, {"x": x, "y": x.copy()}, {"a": 0.5, "iters": 2})
+    assert message in err, err
+
+
+def test_fixture_json_syntax_error_has_line(tmp_path):
+    export = make_export(tmp_path, "spirv")
+    text = (export / "manifest.json").read_text().splitlines()
+    text[3] = text[3].rstrip(",")  # drop a comma on line 4
+    (export / "manifest.json").write_text("\n".join(text))
+    err = _fails(tmp_path, export, {}, {})
+    assert "manifest.json: line 5, column" in err and "expected '}'" in err
+
+
+def test_runner_usage_errors(tmp_path):
+    r = str(runner_path())
+    p = subprocess.run([r], capture_output=True, text=True)
+    assert p.returncode == 2 and "no export folder" in p.stderr and "usage:" in p.stderr
+    p = subprocess.run([r, str(tmp_path), "--out", str(tmp_path / "o")], capture_output=True, text=True)
+    assert p.returncode == 1 and "cannot open" in p.stderr and "manifest.json" in p.stderr
+    p = subprocess.run([r, str(tmp_path), "--frobnicate"], capture_output=True, text=True)
+    assert p.returncode == 2 and "unknown option --frobnicate" in p.stderr
+
+
+def test_npy_roundtrip_through_runner(tmp_path, rng):
+    """Big (2-D, padded-header) and odd shapes come back as they went in: y is inout and untouched
+    when iters = 0 and a = 0."""
+    export = make_export(tmp_path, "spirv")
+    x = rng.standard_normal(7).astype(np.float32)
+    y = rng.standard_normal(7).astype(np.float32)
+    _, out = run_runner(export, tmp_path / "o", {"x": x, "y": y}, {"a": 0.0, "iters": 0})
+    assert (out["y"] == y).all() and out["y"].dtype == np.float32

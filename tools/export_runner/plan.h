@@ -1,0 +1,30 @@
+// Runs an export's host plan on a Device: binds dims from the inputs' shapes, allocates and
+// fills buffers, walks the steps (dispatch, loop, if, copy, fill, readback, set) and reads the
+// outputs back.
+#pragma once
+#include <map>
+#include <string>
+
+#include "device.h"
+#include "npy.h"
+
+namespace runner {
+
+struct RunOptions {
+  std::map<std::string, NpyArray> inputs;       // --in name=file.npy
+  std::map<std::string, std::string> scalars;   // --scalar name=value
+  std::map<std::string, int64_t> dims;          // --dim N=4096 (only dims no input binds)
+  bool poison = false;  // fill buffers without zero_init with a NaN pattern instead of zeros
+  bool verbose = false;
+};
+
+struct RunResult {
+  std::map<std::string, NpyArray> outputs;  // output, inout and state buffers
+  double setup_ms = 0, plan_ms = 0;
+  int64_t dispatches = 0;
+};
+
+// Throws std::runtime_error with a message meant for the user.
+RunResult run_export(const Manifest& m, Device& dev, const RunOptions& opt);
+
+}  // namespace runner
