@@ -134,11 +134,18 @@ class Parser {
           while (eat(","));
           if (!eat(")")) fail("expected ')' after the arguments of " + id);
         }
-        const size_t want = id == "abs" ? 1 : 2;
-        if ((id != "min" && id != "max" && id != "abs") || args.size() != want)
+        const size_t want = id == "abs" ? 1 : id == "select" ? 3 : 2;
+        const bool known = id == "min" || id == "max" || id == "abs" || id == "floordiv" || id == "floormod" || id == "select";
+        if (!known || args.size() != want)
           fail("unknown function " + id + " with " + std::to_string(args.size()) +
-               " argument(s) (known: min(a, b), max(a, b), abs(a))");
+               " argument(s) (known: min(a, b), max(a, b), abs(a), floordiv(a, b), floormod(a, b), select(c, a, b))");
         return make(ExprNode::call, id, args);
+      }
+      if (id == "inf" || id == "nan") {  // float literals (docs/export.md)
+        auto n = std::make_shared<ExprNode>();
+        n->kind = ExprNode::num;
+        n->value = Num::of_float(id == "inf" ? HUGE_VAL : std::nan(""));
+        return n;
       }
       return make(ExprNode::name, id, {});
     }
@@ -172,9 +179,25 @@ Num eval_node(const ExprNode& n, const Env& env, const std::string& text, const 
       return a.is_float ? Num::of_float(-a.f) : Num::of_int(-a.i);
     }
     case ExprNode::call: {
+      if (n.op == "select") {
+        const Num c = eval_node(*n.args[0], env, text, where);
+        return eval_node(*n.args[c.as_double() != 0 ? 1 : 2], env, text, where);
+      }
       const Num a = eval_node(*n.args[0], env, text, where);
       if (n.op == "abs") return a.is_float ? Num::of_float(std::fabs(a.f)) : Num::of_int(a.i < 0 ? -a.i : a.i);
       const Num b = eval_node(*n.args[1], env, text, where);
+      if (n.op == "floordiv" || n.op == "floormod") {  // rounded toward minus infinity; divisor 0 gives 0
+        if (a.is_float || b.is_float) {
+          const double x = a.as_double(), y = b.as_double();
+          if (y == 0) return Num::of_float(0);
+          const double q = std::floor(x / y);
+          return Num::of_float(n.op == "floordiv" ? q : x - q * y);
+        }
+        if (b.i == 0) return Num::of_int(0);
+        int64_t q = a.i / b.i, r = a.i % b.i;
+        if (r != 0 && ((r < 0) != (b.i < 0))) --q, r += b.i;
+        return Num::of_int(n.op == "floordiv" ? q : r);
+      }
       const bool mx = n.op == "max";
       if (a.is_float || b.is_float) {
         const double x = a.as_double(), y = b.as_double();
@@ -212,7 +235,7 @@ Num eval_node(const ExprNode& n, const Env& env, const std::string& text, const 
     if (op == "-") return Num::of_int(int64_t(uint64_t(x) - uint64_t(y)));
     if (op == "*") return Num::of_int(int64_t(uint64_t(x) * uint64_t(y)));
     if (op == "/" || op == "%") {
-      if (y == 0) return fail("integer division by zero");
+      if (y == 0) return Num::of_int(0);  // docs/export.md: a zero divisor gives 0
       if (x == INT64_MIN && y == -1) return Num::of_int(op == "/" ? INT64_MIN : 0);
       return Num::of_int(op == "/" ? x / y : x % y);
     }

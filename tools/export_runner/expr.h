@@ -1,8 +1,10 @@
 // Expressions of the manifest's host plan: a tiny C-like grammar over integer literals, float
 // literals, names (dims, scalars, loop variables, readback results), + - * / % (C int64
-// semantics: / truncates, % keeps the dividend's sign), unary - and !, comparisons, && ||,
-// c ? a : b, parentheses, and min(a, b), max(a, b), abs(a). An operation on a float operand
-// (an f32 scalar or a float literal) is done in double.
+// semantics: / truncates, % keeps the dividend's sign, a zero divisor gives 0), unary - and !,
+// comparisons, && ||, c ? a : b, parentheses, min(a, b), max(a, b), abs(a), floordiv(a, b) and
+// floormod(a, b) (rounded toward minus infinity), select(c, a, b), and the float literals inf and
+// nan (docs/export.md). An operation on a float operand (an f32 value or a float literal) is done
+// in double.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -29,7 +31,7 @@ class Expr {
  public:
   // Parses `text`; throws std::runtime_error("<where>: bad expression '...': ...").
   static Expr parse(const std::string& text, const std::string& where);
-  // Evaluates with the names in `env`; throws on unknown names and integer division by zero.
+  // Evaluates with the names in `env`; throws on unknown names.
   Num eval(const Env& env) const;
   const std::string& text() const { return text_; }
 

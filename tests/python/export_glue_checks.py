@@ -1,0 +1,109 @@
+"""Independent checkers for the engine glue of em.export (python/ember/export/unity.py, godot.py):
+C# compiled by Debian's `mcs` against tests/export_stubs/UnityEngine.cs (a syntax and type check,
+not a Unity run), the .compute file's kernels by glslang's HLSL front end then spirv-val, GDScript
+parsed by gdtoolkit's `gdparse`, the Godot #[compute] shaders by glslangValidator -V then spirv-val.
+Each check skips, naming what is missing, when its tool is not installed; none passes by doing nothing."""
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from export_runner_helpers import REPO, need_tool
+
+STUB = REPO / "tests" / "export_stubs" / "UnityEngine.cs"
+
+
+def gdparse_path():
+    """gdparse on PATH, or in tools/bootstrap-checkers' venv; skip otherwise."""
+    venv = Path(os.environ.get("EMBER_TOOLS_VENV") or Path.home() / ".cache" / "ember" / "tools-venv")
+    for p in (shutil.which("gdparse"), venv / "bin" / "gdparse"):
+        if p and Path(p).exists():
+            return str(p)
+    pytest.skip("gdparse (PyPI gdtoolkit) is not installed: run tools/bootstrap-checkers")
+
+
+def _run(cmd, what):
+    p = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, f"{what} failed ({p.returncode}):\n{' '.join(map(str, cmd))}\n{p.stdout}{p.stderr}"
+    return p
+
+
+def compute_kernels(compute_path):
+    """[(entry, macro)] from the `#pragma kernel ENTRY MACRO` lines of a Unity .compute file."""
+    return re.findall(r"^#pragma kernel (\w+) (\w+)\s*$", Path(compute_path).read_text(), re.M)
+
+
+def check_hlsl_compute(compute_path, tmp):
+    """Each kernel of a .compute file through glslang's HLSL front end (its macro defined) and spirv-val."""
+    glslang = need_tool("glslangValidator", "glslang-tools")
+    spirv_val = need_tool("spirv-val", "spirv-tools")
+    kernels = compute_kernels(compute_path)
+    assert kernels, f"{compute_path} has no #pragma kernel line"
+    for entry, macro in kernels:
+        spv = Path(tmp) / f"{entry}.spv"
+        _run([glslang, "-D", "-S", "comp", "-e", entry, f"-D{macro}", "-V", compute_path, "-o", spv],
+             f"glslangValidator -D (HLSL) on kernel {entry} of {compute_path}")
+        _run([spirv_val, spv], f"spirv-val on kernel {entry}")
+    return kernels
+
+
+def check_csharp(cs_files, tmp):
+    """Compiles the C# files with mcs against the UnityEngine stub, warnings as errors."""
+    mcs = need_tool("mcs", "mono-mcs")
+    out = Path(tmp) / "unity_glue.dll"
+    _run([mcs, "-warnaserror", "-target:library", f"-out:{out}", STUB, *cs_files], "mcs (C# against the UnityEngine stub)")
+    return out
+
+
+def check_unity_folder(folder, tmp):
+    """Every file of write_unity's output through its checker; returns the file names."""
+    folder = Path(folder)
+    names = sorted(p.name for p in folder.iterdir())
+    computes = list(folder.glob("*.compute"))
+    assert len(computes) == 1, names
+    check_hlsl_compute(computes[0], tmp)
+    check_csharp(sorted(folder.glob("*.cs")), tmp)
+    shader = (folder / "EmberPoints.shader").read_text()
+    assert "StructuredBuffer<float> _EmberPositions" in shader and shader.count("{") == shader.count("}")
+    return names
+
+
+def check_godot_shader(glsl_path, tmp):
+    """A Godot #[compute] file: the GLSL after the #[compute] line through glslangValidator -V and spirv-val."""
+    glslang = need_tool("glslangValidator", "glslang-tools")
+    spirv_val = need_tool("spirv-val", "spirv-tools")
+    text = Path(glsl_path).read_text()
+    assert text.startswith("#[compute]\n"), f"{glsl_path}: no #[compute] line"
+    src = Path(tmp) / (Path(glsl_path).stem + ".comp")
+    src.write_text(text[len("#[compute]\n"):])
+    spv = src.with_suffix(".spv")
+    _run([glslang, "-V", "-S", "comp", src, "-o", spv], f"glslangValidator -V on {glsl_path}")
+    _run([spirv_val, spv], f"spirv-val on {glsl_path}")
+    return text
+
+
+def check_godot_project(folder, tmp):
+    """Every file of write_godot's output through its checker; returns the relative file names."""
+    folder = Path(folder)
+    gdparse = gdparse_path()
+    names = sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file())
+    scripts = sorted(folder.rglob("*.gd"))
+    assert len(scripts) >= 2, names
+    for s in scripts:
+        _run([gdparse, s], f"gdparse {s}")
+    shaders = sorted(folder.glob("ember/*.glsl"))
+    assert shaders, names
+    for g in shaders:
+        check_godot_shader(g, tmp)
+    project = (folder / "project.godot").read_text()
+    main_scene = re.search(r'run/main_scene="res://([^"]+)"', project).group(1)
+    scene = (folder / main_scene).read_text()
+    for path in re.findall(r'path="res://([^"]+)"', scene):
+        assert (folder / path).exists(), f"{main_scene} refers to missing res://{path}"
+    for path in re.findall(r'"res://([^"]+)"', "\n".join(s.read_text() for s in scripts)):
+        if not path.endswith("/"):
+            assert (folder / path).exists(), f"a script refers to missing res://{path}"
+    return names
