@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "codegen/c_staging.h"
+#include "codegen/source_lines.h"
 #include "core/analysis/reductions.h"
 #include "core/analysis/uniformity.h"
 
@@ -51,7 +52,7 @@ uint64_t fnv1a64(std::string_view s) {
 
 class KernelPrinter {
  public:
-  KernelPrinter(const Node* k, const Dialect& d) : k_(k), d_(d), body_(k) {}
+  KernelPrinter(const Node* k, const Dialect& d, const PrintOptions& opt = {}) : k_(k), d_(d), opt_(opt), body_(k) {}
 
   GeneratedKernel run() {
     EMBER_INTERNAL_ASSERT(k_->op == Op::kernel, "generate_kernel on " << op_name(k_->op));
@@ -412,6 +413,11 @@ class KernelPrinter {
 
   void stmt(const Node* n, int loops) {
     cost_ += op_info(n->op).cost;
+    if (opt_.source_comments && n->op != Op::constant && n->op != Op::index && n->loc.known() &&
+        (n->loc.line != last_loc_.line || n->loc.file != last_loc_.file)) {
+      last_loc_ = n->loc;
+      line(d_.comment + source_comment(n->loc));
+    }
     switch (n->op) {
       case Op::constant: break;  // printed inline where used
       case Op::index:
@@ -804,6 +810,8 @@ class KernelPrinter {
 
   const Node* k_;
   const Dialect& d_;
+  PrintOptions opt_;
+  SourceLoc last_loc_;  // of the last source comment printed
   KernelBody body_;  // the kernel's own order of commuting operands
   std::unordered_map<const Node*, std::string> names_;
   std::unordered_set<const Node*> wide_;  // address arithmetic printed in index_type
@@ -838,7 +846,9 @@ std::vector<const Node*> program_kernels(const Program& p) {
   return out;
 }
 
-GeneratedKernel generate_kernel(const Node* kernel, const Dialect& d) { return KernelPrinter(kernel, d).run(); }
+GeneratedKernel generate_kernel(const Node* kernel, const Dialect& d, const PrintOptions& opt) {
+  return KernelPrinter(kernel, d, opt).run();
+}
 
 std::vector<GeneratedKernel> generate_kernel_list(const Program& p, const Dialect& d) {
   std::vector<GeneratedKernel> out;

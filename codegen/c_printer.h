@@ -25,8 +25,15 @@ struct GeneratedKernel {
 // Kernel nodes of `p` in program order.
 std::vector<const Node*> program_kernels(const Program& p);
 
+// Printing options. source_comments: the user's source lines as comments before the statements
+// they produced (codegen/source_lines.h; em.export). Off for what Ember compiles, whose text is
+// the compile-cache key and must not depend on where the program's files are.
+struct PrintOptions {
+  bool source_comments = false;
+};
+
 // Prints one kernel node (with memories/params filled in by split_host).
-GeneratedKernel generate_kernel(const Node* kernel, const Dialect& d);
+GeneratedKernel generate_kernel(const Node* kernel, const Dialect& d, const PrintOptions& opt = {});
 
 // Prints every kernel of `p`, in program order (kernels with equal bodies print equal text).
 std::vector<GeneratedKernel> generate_kernel_list(const Program& p, const Dialect& d);

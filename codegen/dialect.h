@@ -180,6 +180,8 @@ constexpr int kGpuHeaderWords = 2;   // threads, row
 // HLSL compute shaders for Vulkan (codegen/dialect_hlsl.cpp): [[vk::binding(i, 0)]]
 // RWStructuredBuffers, params in a [[vk::push_constant]] block, atomics as Interlocked*
 // statements (floats by compare-and-swap). Entry point: the kernel's symbol. Same layout as GLSL.
-const Dialect& hlsl_dialect(bool params_in_buffer = false);
+// `d3d11`: Shader Model 5.0 for D3D11/Unity (em.export): register(u<i>) buffers and the params
+// in `cbuffer EmberParams : register(b0)`, no vk:: attributes (backends/kernel_abi.h).
+const Dialect& hlsl_dialect(bool params_in_buffer = false, bool d3d11 = false);
 
 }  // namespace ember

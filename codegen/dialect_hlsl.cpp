@@ -4,6 +4,9 @@
 // same layout as the GLSL dialect's (codegen/dialect.h). The prelude mirrors the GLSL helpers
 // (core/ir/eval.cpp semantics). Atomics are Interlocked* statements; float add/min/max are
 // compare-and-swap loops on the words (InterlockedCompareExchange), as HLSL has no float atomics.
+// The D3D11 variant (Shader Model 5.0, em.export's `hlsl` target for Unity and D3D11) has no vk::
+// attributes: memories at register(u<i>), params as the members of `cbuffer EmberParams :
+// register(b0)` (the same words, 4 bytes apart).
 #include "codegen/dialect.h"
 #include "codegen/shader_helpers.h"
 
@@ -32,7 +35,7 @@ std::string cas_float(const std::string& op) {
          "}";
 }
 
-Dialect make_hlsl(bool params_in_buffer) {
+Dialect make_hlsl(bool params_in_buffer, bool d3d11) {
   Dialect d;
   d.name = "hlsl";
   d.prelude = std::string(kHlslPrelude) + kShaderHelpers;
@@ -62,9 +65,17 @@ Dialect make_hlsl(bool params_in_buffer) {
   d.coherent = "globallycoherent ";
   d.group_shared_decl = "groupshared {T} {name}[{n}];";
 
-  d.global_mem_decl = "[[vk::binding({i}, 0)]] {coherent}RWStructuredBuffer<{T}> m{i};";
+  d.global_mem_decl = d3d11 ? "{coherent}RWStructuredBuffer<{T}> m{i} : register(u{i});"
+                            : "[[vk::binding({i}, 0)]] {coherent}RWStructuredBuffer<{T}> m{i};";
   std::string threads = "ember_pc.threads", row = "ember_pc.row";
-  if (params_in_buffer) {
+  if (d3d11) {
+    d.params_open = "cbuffer EmberParams : register(b0) {\n  uint threads;\n  uint row;";
+    d.param_decl = "  uint p{i};";
+    d.params_close = "};";
+    d.param_word = "p{i}";
+    threads = "threads";
+    row = "row";
+  } else if (params_in_buffer) {
     d.params_open = "[[vk::binding({nmem}, 0)]] StructuredBuffer<uint> ember_params;";
     d.param_word = "ember_params[{i} + 2]";
     threads = "ember_params[0]";
@@ -92,9 +103,9 @@ Dialect make_hlsl(bool params_in_buffer) {
 
 }  // namespace
 
-const Dialect& hlsl_dialect(bool params_in_buffer) {
-  static const Dialect push = make_hlsl(false), buffer = make_hlsl(true);
-  return params_in_buffer ? buffer : push;
+const Dialect& hlsl_dialect(bool params_in_buffer, bool d3d11) {
+  static const Dialect push = make_hlsl(false, false), buffer = make_hlsl(true, false), sm5 = make_hlsl(false, true);
+  return d3d11 ? sm5 : params_in_buffer ? buffer : push;
 }
 
 }  // namespace ember

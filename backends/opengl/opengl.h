@@ -39,6 +39,7 @@
 #include "backends/backend.h"
 #include "backends/compile_jobs.h"
 #include "backends/gpu_kernel.h"
+#include "backends/kernel_abi.h"
 #include "codegen/c_printer.h"
 #include "codegen/dialect.h"
 
@@ -144,6 +145,7 @@ const char* program_source_name(ProgramSource s);
 // copies back the ones the kernel writes. $EMBER_OPENGL_MAX_STORAGE_BUFFERS lowers the limit
 // (tests use it to run every program through the arena).
 struct KernelLayout {
+  KernelAbi abi;                  // bindings and the uniform block (backends/kernel_abi.h, shared with em.export)
   size_t spill_from = 0;          // == kernel->memories.size() when nothing spills
   bool float_atomic_add = false;  // GL_NV_shader_atomic_float (when two views of every memory fit)
 };

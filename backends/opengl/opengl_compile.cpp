@@ -174,27 +174,25 @@ KernelLayout kernel_layout(const Node* kernel) {
     limit = std::min(limit, static_cast<size_t>(std::atoi(e)));
   l.spill_from = memories <= limit ? memories : limit - 2;
   const size_t spilled = memories - l.spill_from;
-  const size_t param_bytes = (kernel->params.size() + spilled + kGpuHeaderWords) * 4;
+  // EMBER_OPENGL_NO_FLOAT_ATOMICS=1 forces the compare-and-swap lowering (tests use it).
+  // Native float atomics declare a second (uint) view of every memory, and std430 blocks count
+  // against the limit whether used or not: only when twice the memories fit.
+  AbiLimits limits;
+  limits.float_atomic_add = c.float_atomic_add && 2 * memories <= limit && !env_on("EMBER_OPENGL_NO_FLOAT_ATOMICS");
+  l.abi = kernel_abi(kernel, KernelApi::opengl, limits);
+  l.float_atomic_add = l.abi.float_atomic_add;
+  // The arena's word offsets follow the params in the uniform block.
+  const size_t param_bytes = l.abi.params.fields.size() * 4 + spilled * 4;
   if (param_bytes > static_cast<size_t>(c.max_uniform_block_bytes))
     throw BackendError("ember: kernel #" + std::to_string(kernel->index) + " takes " +
                        std::to_string(kernel->params.size()) + " scalar params; " + c.description +
                        " holds at most " + std::to_string(c.max_uniform_block_bytes / 4 - kGpuHeaderWords) +
                        " in a uniform block");
-  // EMBER_OPENGL_NO_FLOAT_ATOMICS=1 forces the compare-and-swap lowering (tests use it).
-  // Native float atomics declare a second (uint) view of every memory, and std430 blocks count
-  // against the limit whether used or not: only when twice the memories fit.
-  l.float_atomic_add = c.float_atomic_add && 2 * memories <= limit && !env_on("EMBER_OPENGL_NO_FLOAT_ATOMICS") &&
-                       has_float_atomic_add(kernel) && kernel->group.empty();  // group buffers' float atomics: CAS
   check_workgroup_limits(kernel, c.max_group_invocations, c.max_group_size_x, c.max_shared_bytes, c.description);
   return l;
 }
 
-const Dialect& kernel_dialect(const KernelLayout& layout) {
-  GlslOptions o;
-  o.opengl = true;
-  o.float_atomic_add = layout.float_atomic_add;
-  return glsl_dialect(o);
-}
+const Dialect& kernel_dialect(const KernelLayout& layout) { return abi_dialect(layout.abi); }
 
 std::string shader_source(const GeneratedKernel& k, const Dialect& d, const KernelLayout& layout) {
   std::string body = k.source;

@@ -20,6 +20,7 @@
 
 #include "backends/backend.h"
 #include "backends/gpu_kernel.h"
+#include "backends/kernel_abi.h"
 #include "codegen/c_printer.h"
 #include "codegen/dialect.h"
 
@@ -111,8 +112,10 @@ struct Pipeline {
 // The kernel language of a Vulkan backend and how one kernel is printed for this device.
 enum class Language { glsl, hlsl };
 const char* language_name(Language l);
+// The layout itself comes from backends/kernel_abi.h (shared with em.export).
 struct KernelLayout {
-  bool params_in_buffer = false;  // more params than push constants hold
+  KernelAbi abi;
+  bool params_in_buffer = false;  // more params than push constants hold (abi.params in a storage buffer)
   bool float_atomic_add = false;  // GLSL with native float atomic add
 };
 KernelLayout kernel_layout(const Node* kernel, Language lang);

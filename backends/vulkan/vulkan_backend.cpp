@@ -85,9 +85,9 @@ class VulkanBackend : public Backend {
       Built& b = built[s];
       auto spirv = compile_spirv(pr.source, lang_, entry, &b.hit);
       const double t1 = timeline.now_ms();
-      const int bindings = static_cast<int>(k->memories.size()) + (pr.layout.params_in_buffer ? 1 : 0);
-      const uint32_t push =
-          pr.layout.params_in_buffer ? 0u : static_cast<uint32_t>((k->params.size() + kGpuHeaderWords) * 4);
+      const ParamBlock& block = pr.layout.abi.params;
+      const int bindings = static_cast<int>(pr.layout.abi.bindings.size()) + (pr.layout.params_in_buffer ? 1 : 0);
+      const uint32_t push = block.kind == ParamBlockKind::push_constant ? static_cast<uint32_t>(block.size) : 0u;
       b.kb.pipeline = make_pipeline(*spirv, entry, bindings, push, &b.created);
       b.kb.params_in_buffer = pr.layout.params_in_buffer;
       b.kb.access = memory_accesses(k);

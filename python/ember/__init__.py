@@ -33,6 +33,7 @@ from ._window import Window, WindowError
 from . import ui  # noqa: F401  (em.ui: immediate-mode widgets of the open window frame)
 from . import data, nn, optim  # noqa: F401  (em.data minibatches on the device, em.nn modules, em.optim)
 from .nn.module import load, save
+from .export import export  # noqa: E402  (em.export(prog, out_dir, target); the package is ember.export)
 
 __version__ = getattr(_ember, "__version__", "0.0.0")
 
@@ -51,5 +52,5 @@ __all__ = [
     "break_", "buffer", "continue_", "else_", "if_", "kernel", "loop", "var", "zeros",
     "barrier", "group_buffer", "group_index", "local_index",
     "gather", "scatter", "grad", "jvp",
-    "Program", "backend", "compile", "device_info", "init", "data", "nn", "optim", "save", "load",
+    "Program", "backend", "compile", "device_info", "init", "data", "nn", "optim", "save", "load", "export",
 ]

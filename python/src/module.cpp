@@ -12,4 +12,5 @@ PYBIND11_MODULE(_ember, m) {
   ember::python::bind_runtime(m);
   ember::python::bind_backends(m);
   ember::python::bind_window(m);
+  ember::python::bind_export(m);
 }

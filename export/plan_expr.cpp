@@ -1,0 +1,128 @@
+#include "export/plan_expr.h"
+
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+namespace ember {
+
+std::string float_literal(float f) {
+  if (std::isnan(f)) return "nan";
+  if (std::isinf(f)) return f > 0 ? "inf" : "-inf";
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.9g", static_cast<double>(f));
+  std::string s = buf;
+  if (s.find_first_of(".en") == std::string::npos) s += ".0";
+  return s;
+}
+
+void PlanExprs::name(const Node* n, const std::string& name, bool at_start) { names_[n] = {name, at_start}; }
+
+const std::string* PlanExprs::name_of(const Node* n) const {
+  auto it = names_.find(n);
+  return it == names_.end() ? nullptr : &it->second.name;
+}
+
+void PlanExprs::fail(const Node* n, const char* what, const std::string& why) const {
+  EMBER_USER_ERROR(CompileError, n->loc,
+                   "cannot export " << program_ << ": " << what << " needs the host value " << op_name(n->op) << " ("
+                                    << dtype_name(n->dtype) << "), " << why
+                                    << "; the manifest's host expressions are integer math on dims, scalars and loop "
+                                       "counters (docs/export.md). Fix the dims it depends on with example_args= or "
+                                       "--dim NAME=VALUE, or compute it inside a kernel");
+}
+
+std::string PlanExprs::expr(const Node* n, const char* what) { return build(n, what).text; }
+
+std::string PlanExprs::start_expr(const Node* n, const char* what, bool* at_start) {
+  E e = build(n, what);
+  *at_start = !e.late;
+  return e.text;
+}
+
+std::string PlanExprs::value(const Node* n, const char* what) {
+  if (n->dtype != DType::f32) return expr(n, what);
+  if (auto it = names_.find(n); it != names_.end()) return it->second.name;
+  if (n->op == Op::constant) return float_literal(n->f());
+  fail(n, what, "float math on the host");
+}
+
+namespace {
+
+bool integral(DType t) { return t == DType::i32 || t == DType::u32 || t == DType::boolean; }
+
+}  // namespace
+
+PlanExprs::E PlanExprs::build(const Node* n, const char* what) {
+  if (auto it = names_.find(n); it != names_.end()) {
+    if (!integral(n->dtype)) fail(n, what, "an f32 value used in integer math");
+    return {it->second.name, 100, !it->second.at_start};
+  }
+  if (n->op == Op::constant) {
+    if (n->dtype == DType::i32) {
+      const int32_t v = n->i();
+      return {std::to_string(v), v < 0 ? 7 : 100, false};
+    }
+    if (integral(n->dtype)) return {std::to_string(n->bits), 100, false};
+    fail(n, what, "an f32 constant in integer math");
+  }
+  if (!n->shape.empty()) fail(n, what, "a tensor, not a host scalar");
+  if (!integral(n->dtype)) fail(n, what, "float math on the host");
+  const int na = n->num_operands();
+  for (int k = 0; k < na; ++k)
+    if (!integral(n->operand(k)->dtype)) fail(n, what, "float math on the host");
+  auto paren = [](const E& e, int prec) { return e.prec < prec ? "(" + e.text + ")" : e.text; };
+  auto arg = [&](int k) { return build(n->operand(k), what); };
+  auto binary = [&](const char* op, int prec) {
+    E a = arg(0), b = arg(1);
+    // Left-associative: the right operand needs parentheses at equal strength.
+    // Comparisons do not chain in the grammar: both operands bind more strongly.
+    return E{paren(a, prec == 4 ? 5 : prec) + op + (b.prec <= prec ? "(" + b.text + ")" : b.text), prec, a.late || b.late};
+  };
+  auto call = [&](const char* fn) {
+    std::string s = std::string(fn) + "(";
+    bool late = false;
+    for (int k = 0; k < na; ++k) {
+      E a = arg(k);
+      late |= a.late;
+      s += (k ? "," : "") + a.text;
+    }
+    return E{s + ")", 100, late};
+  };
+  const bool is_signed = na > 0 && n->operand(0)->dtype == DType::i32;
+  switch (n->op) {
+    case Op::add: return binary("+", 5);
+    case Op::sub: return binary("-", 5);
+    case Op::mul: return binary("*", 6);
+    case Op::div: return is_signed ? call("floordiv") : binary("/", 6);
+    case Op::mod: return is_signed ? call("floormod") : binary("%", 6);
+    case Op::min: return call("min");
+    case Op::max: return call("max");
+    case Op::select: return call("select");
+    case Op::eq: return binary("==", 4);
+    case Op::ne: return binary("!=", 4);
+    case Op::lt: return binary("<", 4);
+    case Op::le: return binary("<=", 4);
+    case Op::gt: return binary(">", 4);
+    case Op::ge: return binary(">=", 4);
+    case Op::land: return binary("&&", 3);
+    case Op::lor: return binary("||", 2);
+    case Op::neg: {
+      E a = arg(0);
+      return {"-" + paren(a, 7), 7, a.late};
+    }
+    case Op::lnot: {
+      E a = arg(0);
+      return {"!" + paren(a, 7), 7, a.late};
+    }
+    case Op::cast: {
+      E a = arg(0);
+      if (n->dtype == DType::boolean && n->operand(0)->dtype != DType::boolean) return {paren(a, 5) + "!=0", 4, a.late};
+      return a;  // i32 <-> u32 and bool -> integer keep the value (no wrap assumed)
+    }
+    default: break;
+  }
+  fail(n, what, "an op outside the grammar");
+}
+
+}  // namespace ember

@@ -1,0 +1,199 @@
+// fluid_step_k2: kernel 2 of fluid_step, exported by Ember 0.1.0 (target hlsl; bindings and parameters: manifest.json)
+#define EMBER_U(x) ((uint)(x))
+#define EMBER_I(x) ((int)(x))
+#define EMBER_AS_U(x) asuint(x)
+#define EMBER_AS_F(x) asfloat(x)
+bool ember_isnan(float x) { return (EMBER_AS_U(x) & 0x7fffffffu) > 0x7f800000u; }
+bool ember_isinf(float x) { return (EMBER_AS_U(x) & 0x7fffffffu) == 0x7f800000u; }
+#define ember_nan EMBER_AS_F(0x7fc00000u)
+#define ember_inf EMBER_AS_F(0x7f800000u)
+int ember_div(int a, int b) {
+  if (b == 0) return 0;
+  uint ua = a < 0 ? EMBER_U(-a) : EMBER_U(a);
+  uint ub = b < 0 ? EMBER_U(-b) : EMBER_U(b);
+  uint q = ua / ub;
+  if ((a < 0) == (b < 0)) return EMBER_I(q);
+  return -EMBER_I(q) - (ua - q * ub != 0u ? 1 : 0);
+}
+uint ember_div(uint a, uint b) { return b == 0u ? 0u : a / b; }
+int ember_mod(int a, int b) {
+  if (b == 0) return 0;
+  uint ua = a < 0 ? EMBER_U(-a) : EMBER_U(a);
+  uint ub = b < 0 ? EMBER_U(-b) : EMBER_U(b);
+  int r = EMBER_I(ua % ub);
+  if (a < 0) r = -r;
+  if (r != 0 && ((r < 0) != (b < 0))) r += b;
+  return r;
+}
+uint ember_mod(uint a, uint b) { return b == 0u ? 0u : a % b; }
+float ember_mod(float a, float b) {
+  precise float r = a - b * floor(a / b);  // unfused, as the CPU backend computes it
+  return r;
+}
+int ember_shl(int a, int b) { return EMBER_U(b) < 32u ? a << b : 0; }
+uint ember_shl(uint a, uint b) { return b < 32u ? a << b : 0u; }
+int ember_shr(int a, int b) { return EMBER_U(b) < 32u ? a >> b : (a < 0 ? -1 : 0); }
+uint ember_shr(uint a, uint b) { return b < 32u ? a >> b : 0u; }
+int ember_f2i(float f) {
+  if (ember_isnan(f)) return 0;
+  if (f >= 2147483647.0f) return 2147483647;
+  if (f <= -2147483648.0f) return -2147483647 - 1;
+  return EMBER_I(f);
+}
+uint ember_f2u(float f) {
+  if (ember_isnan(f) || f <= 0.0f) return 0u;
+  if (f >= 4294967295.0f) return 4294967295u;
+  return EMBER_U(f);
+}
+// min/max as core/ir/eval.cpp computes them (the non-NaN operand; y when equal, so -0/+0 keep
+// their sign); selected on the words so no optimizer turns them into a min/max builtin.
+float ember_fmin(float x, float y) { return EMBER_AS_F(ember_isnan(y) || x < y ? EMBER_AS_U(x) : EMBER_AS_U(y)); }
+float ember_fmax(float x, float y) { return EMBER_AS_F(ember_isnan(y) || x > y ? EMBER_AS_U(x) : EMBER_AS_U(y)); }
+float ember_sqrt(float x) { return x < 0.0f ? ember_nan : sqrt(x); }
+float ember_log(float x) { return x < 0.0f ? ember_nan : (x == 0.0f ? -ember_inf : log(x)); }
+float ember_log2(float x) { return x < 0.0f ? ember_nan : (x == 0.0f ? -ember_inf : log2(x)); }
+// +-1 from the sign bit, +0 for zeros and NaN (as eval.cpp); built from the word so that no
+// optimizer turns it into a sign builtin (llvmpipe's returns -0 for 0 and NaN).
+float ember_sign(float x) {
+  uint w = EMBER_AS_U(x);
+  return EMBER_AS_F((w & 0x7fffffffu) == 0u || ember_isnan(x) ? 0u : ((w & 0x80000000u) | 0x3f800000u));
+}
+// asin/acos as in Cephes asinf/acosf (about 1 ulp; driver builtins may be far coarser).
+float ember_asin_poly(float z) {
+  return ((((4.2163199048e-2f * z + 2.4181311049e-2f) * z + 4.5470025998e-2f) * z + 7.4953002686e-2f) * z +
+          1.6666752422e-1f) * z;
+}
+float ember_asin(float x) {
+  float a = abs(x), r;
+  if (!(a <= 1.0f)) return ember_nan;
+  if (a > 0.5f) {
+    float z = 0.5f * (1.0f - a), s = sqrt(z);
+    r = 1.57079632679f - 2.0f * (s + s * ember_asin_poly(z));
+  } else {
+    r = a < 1e-4f ? a : a + a * ember_asin_poly(a * a);
+  }
+  return x < 0.0f ? -r : r;
+}
+float ember_acos(float x) {
+  if (!(abs(x) <= 1.0f)) return ember_nan;
+  if (x < -0.5f) return 3.14159265359f - 2.0f * ember_asin(sqrt(0.5f * (1.0f + x)));
+  if (x > 0.5f) return 2.0f * ember_asin(sqrt(0.5f * (1.0f - x)));
+  return 1.57079632679f - ember_asin(x);
+}
+// atan as in Cephes atanf (about 1 ulp); atan2 from it with C's special cases.
+float ember_atan(float x) {
+  if (ember_isnan(x)) return x;
+  float a = abs(x), r = 0.0f, z = a;
+  if (a > 2.414213562f) {
+    r = 1.570796327f;
+    z = -1.0f / a;
+  } else if (a > 0.4142135624f) {
+    r = 0.7853981634f;
+    z = (a - 1.0f) / (a + 1.0f);
+  }
+  float zz = z * z;
+  r += (((8.05374449538e-2f * zz - 1.38776856032e-1f) * zz + 1.99777106478e-1f) * zz - 3.33329491539e-1f) * zz * z + z;
+  return x < 0.0f ? -r : r;
+}
+float ember_atan2(float y, float x) {
+  if (ember_isnan(x) || ember_isnan(y)) return ember_nan;
+  const float pi = 3.141592654f;
+  bool neg_y = EMBER_AS_U(y) >= 0x80000000u, neg_x = EMBER_AS_U(x) >= 0x80000000u;
+  float r;
+  if (y == 0.0f) r = neg_x ? pi : 0.0f;
+  else if (x == 0.0f) r = 0.5f * pi;
+  else if (ember_isinf(x) && ember_isinf(y)) r = neg_x ? 0.75f * pi : 0.25f * pi;
+  else {
+    r = ember_atan(abs(y / x));
+    if (neg_x) r = pi - r;
+  }
+  return neg_y ? -r : r;
+}
+float ember_pow(float x, float y) {
+  if (y == 0.0f || x == 1.0f) return 1.0f;
+  if (ember_isnan(x) || ember_isnan(y)) return ember_nan;
+  float ax = abs(x);
+  float r;
+  if (ember_isinf(y)) {
+    if (ax == 1.0f) return 1.0f;
+    return (ax > 1.0f) == (y > 0.0f) ? ember_inf : 0.0f;
+  }
+  if (ax == 0.0f) r = y < 0.0f ? ember_inf : 0.0f;
+  else if (ember_isinf(ax)) r = y < 0.0f ? 0.0f : ember_inf;
+  else r = exp2(y * log2(ax));
+  if (EMBER_AS_U(x) >= 0x80000000u) {
+    if (floor(y) != y) return (ax == 0.0f || ember_isinf(ax)) ? r : ember_nan;
+    if (abs(y) < 16777216.0f && ember_mod(y, 2.0f) == 1.0f) r = -r;
+  }
+  return r;
+}
+int ember_step(int k, int s, int e) {  // k + s, or e where that would wrap (ends the loop)
+  int n = k + s;
+  return (s > 0 ? n < k : n > k) ? e : n;
+}
+
+// kernel [p0, p1], 3 memories, 2 params
+RWStructuredBuffer<uint> m0 : register(u0);
+RWStructuredBuffer<uint> m1 : register(u1);
+RWStructuredBuffer<uint> m2 : register(u2);
+cbuffer EmberParams : register(b0) {
+  uint threads;
+  uint row;
+  uint p0;
+  uint p1;
+};
+[numthreads(64, 1, 1)]
+void fluid_step_k2(uint3 ember_gid : SV_DispatchThreadID, uint3 ember_wg : SV_GroupID, uint3 ember_lt : SV_GroupThreadID) {
+  const int p0 = ((int)(p0));
+  const int p1 = ((int)(p1));
+  const int s0 = p1;
+  uint ember_t = ember_gid.y * row + ember_gid.x;
+  if (ember_t < threads) {
+    const int tid = (int)ember_t;
+    const int c0 = (tid / s0);
+    const int c1 = (tid % p1);
+    // fluid.py:50: im, ip, jm, jp = (i - 1) % H, (i + 1) % H, (j - 1) % W, (j + 1) % W
+    const int v0 = (c0 - 1);
+    // fluid.py:56: p.val = (q[im, j] + q[ip, j] + q[i, jm] + q[i, jp] - div) * 0.25
+    const int v1 = (v0 + p0);
+    const bool v2 = (v0 < 0);
+    const int v3 = (v2 ? v1 : v0);
+    const int v4 = (v3 * p1);
+    const int v5 = (c1 + v4);
+    const precise float v6 = asfloat(m0[v5]);
+    // fluid.py:50: im, ip, jm, jp = (i - 1) % H, (i + 1) % H, (j - 1) % W, (j + 1) % W
+    const int v7 = (c0 + 1);
+    // fluid.py:56: p.val = (q[im, j] + q[ip, j] + q[i, jm] + q[i, jp] - div) * 0.25
+    const int v8 = (v7 - p0);
+    const bool v9 = (v7 >= p0);
+    const int v10 = (v9 ? v8 : v7);
+    const int v11 = (v10 * p1);
+    const int v12 = (c1 + v11);
+    const precise float v13 = asfloat(m0[v12]);
+    const precise float v14 = (v6 + v13);
+    // fluid.py:50: im, ip, jm, jp = (i - 1) % H, (i + 1) % H, (j - 1) % W, (j + 1) % W
+    const int v15 = (c1 - 1);
+    // fluid.py:56: p.val = (q[im, j] + q[ip, j] + q[i, jm] + q[i, jp] - div) * 0.25
+    const int v16 = (v15 + p1);
+    const bool v17 = (v15 < 0);
+    const int v18 = (v17 ? v16 : v15);
+    const int v19 = (c0 * p1);
+    const int v20 = (v18 + v19);
+    const precise float v21 = asfloat(m0[v20]);
+    const precise float v22 = (v14 + v21);
+    // fluid.py:50: im, ip, jm, jp = (i - 1) % H, (i + 1) % H, (j - 1) % W, (j + 1) % W
+    const int v23 = (c1 + 1);
+    // fluid.py:56: p.val = (q[im, j] + q[ip, j] + q[i, jm] + q[i, jp] - div) * 0.25
+    const int v24 = (v23 - p1);
+    const bool v25 = (v23 >= p1);
+    const int v26 = (v25 ? v24 : v23);
+    const int v27 = (v19 + v26);
+    const precise float v28 = asfloat(m0[v27]);
+    const precise float v29 = (v22 + v28);
+    const int v30 = (c1 + v19);
+    const precise float v31 = asfloat(m1[v30]);
+    const precise float v32 = (v29 - v31);
+    const precise float v33 = (v32 * 0.25f);
+    m2[v30] = asuint(v33);
+  }
+}
