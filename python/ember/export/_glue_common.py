@@ -45,29 +45,46 @@ def loop_vars(steps, found=None):
     return found
 
 
+def _returned_buffers(manifest):
+    """The program's returned buffers in return order (manifest `outputs`), else its output buffers."""
+    bufs = {b["name"]: b for b in manifest["buffers"]}
+    if manifest.get("outputs"):
+        return [bufs[o["buffer"]] for o in sorted(manifest["outputs"], key=lambda o: o["index"]) if "buffer" in o]
+    return [b for b in manifest["buffers"] if b["role"] == "output"]
+
+
+def _input_buffers(manifest):
+    """The program's buffer arguments in call order (manifest `args`), else its input buffers."""
+    bufs = {b["name"]: b for b in manifest["buffers"]}
+    if manifest.get("args"):
+        return [bufs[a["name"]] for a in manifest["args"] if a["kind"] == "buffer"]
+    return [b for b in manifest["buffers"] if b["role"] in ("input", "inout")]
+
+
 def default_feedback(manifest):
-    """Pairs each output buffer with the input of the same position, dtype and shape: the state a
-    simulation step returns and takes back next step ({output: input}), as the N-body's (X, V)."""
-    ins = [b for b in manifest["buffers"] if b["role"] in ("input", "inout")]
-    outs = [b for b in manifest["buffers"] if b["role"] == "output"]
+    """Pairs the i-th returned buffer with the i-th buffer argument when their dtype and shape agree:
+    the state a simulation step returns and takes back next step ({output: input}), as the N-body's
+    (X, V) -> (X', V')."""
     pairs = {}
-    for o, i in zip(outs, ins):
+    for o, i in zip(_returned_buffers(manifest), _input_buffers(manifest)):
         if o["dtype"] == i["dtype"] and o["shape"] == i["shape"] and i["role"] == "input":
             pairs[o["name"]] = i["name"]
     return pairs
 
 
 def default_display(manifest):
-    """The buffer a sample scene draws: the first f32 output of shape [.., 3], else the first f32
-    output, else the first f32 buffer."""
-    bufs = manifest["buffers"]
-    for pick in (lambda b: b["role"] == "output" and b["dtype"] == "f32" and b["shape"][-1:] == ["3"],
-                 lambda b: b["role"] == "output" and b["dtype"] == "f32",
+    """The buffer a sample scene draws: the first returned f32 buffer of shape [.., 3], else the
+    first returned f32 buffer, else the first f32 buffer."""
+    outs = _returned_buffers(manifest)
+    for pick in (lambda b: b["dtype"] == "f32" and [str(x) for x in b["shape"][-1:]] == ["3"],
                  lambda b: b["dtype"] == "f32"):
-        for b in bufs:
+        for b in outs:
             if pick(b):
                 return b["name"]
-    return bufs[0]["name"] if bufs else None
+    for b in manifest["buffers"]:
+        if b["dtype"] == "f32":
+            return b["name"]
+    return manifest["buffers"][0]["name"] if manifest["buffers"] else None
 
 
 def pascal(name):

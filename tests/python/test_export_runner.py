@@ -1,0 +1,135 @@
+"""Exported programs run by tools/export_runner, without Ember, give Ember's results: the N-body
+step, the fluid step (host loop of Jacobi dispatches), bitonic sort (nested host loops) and a
+grouped kernel (shared memory + barriers), as `spirv` on Vulkan (lavapipe here) and as `glsl` on
+OpenGL through EGL (llvmpipe here), on random inputs. Buffers the manifest does not zero-initialize
+start as NaN words (--poison), so a missing zero_init shows. The N-body export's engine glue
+(Unity, Godot) passes its independent checkers too."""
+import time
+
+import numpy as np
+import pytest
+
+import ember as em
+from export_glue_checks import check_godot_project, check_unity_folder
+from export_runner_helpers import run_runner
+from test_export import example, programs
+
+# Ember's CPU backend is the reference; GPU float math (fused multiply-adds, rsqrt) may differ in
+# the last bits of each operation, which the N-body sum over 96 bodies and the fluid solve amplify.
+TOL = {"nbody": 2e-4, "fluid": 1e-4, "bitonic": 0, "block_sum": 1e-5}
+
+
+def run_exported(prog, args, target, tmp_path, gl=False):
+    """Exports `prog` for `target`, runs it through the runner with `args`, returns (manifest,
+    outputs in return order, the runner's stdout)."""
+    m = em.export(prog, tmp_path / f"export-{target}", target, example_args=args)
+    inputs, scalars = {}, {}
+    assert len(m["args"]) == len(args)
+    for spec, a in zip(m["args"], args):
+        (inputs if spec["kind"] == "buffer" else scalars)[spec["name"]] = a
+    proc, outs = run_runner(tmp_path / f"export-{target}", tmp_path / f"out-{target}", inputs, scalars, gl=gl,
+                            extra=["--poison"])
+    got = []
+    for o in sorted(m["outputs"], key=lambda o: o["index"]):
+        got.append(outs[o["buffer"]] if "buffer" in o else outs[f"out{o['index']}"])
+    return m, got, proc.stdout
+
+
+def ember_results(prog, args):
+    out = prog(*[a.copy() if isinstance(a, np.ndarray) else a for a in args])
+    return [o.numpy() if hasattr(o, "numpy") else np.asarray(o) for o in (out if isinstance(out, tuple) else (out,))]
+
+
+@pytest.mark.parametrize("target", ["spirv", "glsl"])
+@pytest.mark.parametrize("name", ["nbody", "fluid", "bitonic", "block_sum"])
+def test_export_runs_like_ember(name, target, tmp_path, rng):
+    prog, make_args = programs()[name]
+    args = make_args(rng)
+    want = ember_results(prog, args)
+    m, got, log = run_exported(prog, args, target, tmp_path, gl=target == "glsl")
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert g.shape == w.shape and g.dtype == w.dtype
+        assert np.isfinite(g.astype(np.float64)).all()
+        if TOL[name] == 0:
+            np.testing.assert_array_equal(g, w)
+        else:
+            np.testing.assert_allclose(g, w, rtol=TOL[name], atol=TOL[name])
+    assert "dispatches" in log
+    if name == "bitonic":
+        np.testing.assert_array_equal(got[0], np.sort(args[0]))
+    if name == "fluid":  # the host loop runs: more dispatches than kernels
+        assert int(log.split(" dispatches")[0].split()[-1]) > len(m["kernels"])
+
+
+@pytest.mark.parametrize("target", ["spirv", "glsl"])
+def test_nbody_any_n(target, tmp_path, rng):
+    """One export runs at any N (the dim stays symbolic): N = 1, 63, 64, 65 and 1000, same folder."""
+    prog = example("nbody").step
+    em.export(prog, tmp_path / "e", target)
+    for n in (1, 63, 64, 65, 1000):
+        X = rng.uniform(-4, 4, (n, 3)).astype(np.float32)
+        V = rng.normal(0, 1, (n, 3)).astype(np.float32)
+        _, outs = run_runner(tmp_path / "e", tmp_path / f"o{n}", {"X": X, "V": V}, {"dt": 0.01}, gl=target == "glsl",
+                             extra=["--poison"])
+        want = ember_results(prog, (X, V, 0.01))
+        m_outs = sorted(outs)
+        assert len(m_outs) == 2
+        for w in want:
+            assert any(o.shape == w.shape and np.allclose(o, w, rtol=2e-4, atol=2e-4) for o in outs.values())
+
+
+def test_nbody_runner_figures(tmp_path, rng, capsys):
+    """The N-body export at N = 2048 on lavapipe: max abs error against Ember (CPU backend) and the
+    runner's time, printed for the report (never asserted as a speed)."""
+    prog, n = example("nbody").step, 2048
+    X = rng.uniform(-32, 32, (n, 3)).astype(np.float32)
+    V = rng.normal(0, 1, (n, 3)).astype(np.float32)
+    want = ember_results(prog, (X, V, 0.01))
+    lines = []
+    for target in ("spirv", "glsl"):
+        t0 = time.perf_counter()
+        _, got, log = run_exported(prog, (X, V, 0.01), target, tmp_path, gl=target == "glsl")
+        wall = time.perf_counter() - t0
+        err = max(float(np.max(np.abs(g - w))) for g, w in zip(got, want))
+        scale = max(float(np.max(np.abs(w))) for w in want)
+        assert err <= 1e-4 * scale, (target, err, scale)
+        lines.append(f"N-body N={n} {target}: max abs error vs Ember {err:.3g} (values up to {scale:.3g}); "
+                     f"{log.strip()}; export+run wall {wall:.2f} s")
+    with capsys.disabled():
+        print("\n" + "\n".join(lines))
+
+
+def test_nbody_engine_glue(tmp_path):
+    """em.export(engine=...) on the N-body step: the Unity folder and the Godot project pass their checkers."""
+    prog = example("nbody").step
+    em.export(prog, tmp_path / "hlsl", "hlsl", engine="unity")
+    unity_files = check_unity_folder(tmp_path / "hlsl" / "unity", tmp_path)
+    assert unity_files == ["EmberPoints.shader", "Step.cs", "StepSample.cs", "step.compute"]
+    cs = (tmp_path / "hlsl" / "unity" / "Step.cs").read_text()
+    assert "public Step(ComputeShader shader, long N)" in cs and "public void Run(float dt)" in cs
+    sample = (tmp_path / "hlsl" / "unity" / "StepSample.cs").read_text()
+    # The step's returns (X', V') feed its arguments (X, V); X is drawn.
+    assert "sim.Copy(sim.out0, 0L, sim.X, 0L, sim.out0.count);  // out0 -> X" in sample
+    assert "sim.Copy(sim.out1, 0L, sim.V, 0L, sim.out1.count);  // out1 -> V" in sample
+    assert 'material.SetBuffer("_EmberPositions", sim.X);' in sample
+    em.export(prog, tmp_path / "spirv", "spirv", engine="godot")
+    godot_files = check_godot_project(tmp_path / "spirv" / "godot", tmp_path)
+    assert godot_files == ["ember/step_ember.gd", "ember/step_k0.glsl", "main.gd", "main.tscn", "project.godot"]
+    main = (tmp_path / "spirv" / "godot" / "main.gd").read_text()
+    assert 'sim.copy("out0", "X")' in main and 'sim.copy("out1", "V")' in main
+    assert 'sim.get_data("X").to_float32_array()' in main
+
+
+def test_example_export_nbody(tmp_path):
+    """examples/export_nbody.py writes the Unity folder and the Godot project it prints."""
+    import subprocess
+    import sys
+    from export_runner_helpers import BUILD, REPO
+    env = {**__import__("os").environ, "EMBER_BUILD_DIR": str(BUILD)}
+    p = subprocess.run([sys.executable, str(REPO / "examples" / "export_nbody.py"), "--out", str(tmp_path)],
+                       capture_output=True, text=True, env=env, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert "unity: " in p.stdout and "Step.cs" in p.stdout and "godot: " in p.stdout and "project.godot" in p.stdout
+    check_unity_folder(tmp_path / "hlsl" / "unity", tmp_path)
+    check_godot_project(tmp_path / "spirv" / "godot", tmp_path)
