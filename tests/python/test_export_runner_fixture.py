@@ -144,3 +144,16 @@ def test_npy_roundtrip_through_runner(tmp_path, rng):
     y = rng.standard_normal(7).astype(np.float32)
     _, out = run_runner(export, tmp_path / "o", {"x": x, "y": y}, {"a": 0.0, "iters": 0})
     assert (out["y"] == y).all() and out["y"].dtype == np.float32
+
+
+def test_repeat_starts_each_run_afresh(tmp_path, rng):
+    """--repeat K runs the plan K more times, each from the inputs again (the inout y, the zeroed
+    counter): the outputs equal one run's, and the fastest time is reported."""
+    export = make_export(tmp_path, "spirv")
+    x = rng.standard_normal(500).astype(np.float32)
+    y = rng.standard_normal(500).astype(np.float32)
+    proc, out = run_runner(export, tmp_path / "o", {"x": x, "y": y}, {"a": 0.5, "iters": 3}, extra=["--repeat", "3"])
+    want = expected(x, y, 0.5, 3)
+    np.testing.assert_allclose(out["y"], want["y"], rtol=1e-5, atol=1e-5)
+    assert (out["cnt"] == want["cnt"]).all()
+    assert "(fastest of 4:" in proc.stdout and "4 dispatches" in proc.stdout

@@ -1,6 +1,6 @@
 // export_runner: runs an Ember export (manifest.json + shaders) without Ember, to prove it.
 //   export_runner DIR --in NAME=FILE.npy ... [--scalar NAME=VALUE] [--dim NAME=N] --out OUTDIR
-//                 [--gl] [--poison] [--verbose]
+//                 [--gl] [--poison] [--repeat K] [--verbose]
 // Vulkan mode (default) runs a `spirv` export; --gl runs a `glsl` export on OpenGL 4.3+ through
 // EGL surfaceless. Writes every output, inout and state buffer to OUTDIR/NAME.npy (a program's
 // host-value outputs, e.g. a count read back, to OUTDIR/out<INDEX>.npy, 0-d) and prints
@@ -20,7 +20,7 @@ namespace {
 
 const char* kUsage =
     "usage: export_runner DIR --in NAME=FILE.npy ... [--scalar NAME=VALUE ...] [--dim NAME=N ...] --out OUTDIR\n"
-    "                     [--gl] [--poison] [--verbose]\n"
+    "                     [--gl] [--poison] [--repeat K] [--verbose]\n"
     "  DIR        an Ember export folder (manifest.json and its shaders): target spirv, or glsl with --gl\n"
     "  --in       an input buffer from a .npy file (little-endian float32, int32, uint32 or bool)\n"
     "  --scalar   a scalar argument (f32, i32, u32 or bool)\n"
@@ -28,6 +28,7 @@ const char* kUsage =
     "  --out      where NAME.npy is written for every output, inout and state buffer\n"
     "  --gl       run on OpenGL 4.3+ compute (EGL surfaceless) instead of Vulkan\n"
     "  --poison   fill buffers the manifest does not zero-initialize with NaN words (checks zero_init)\n"
+    "  --repeat   run the plan K more times (inputs uploaded again) and report the fastest run\n"
     "  --verbose  log the device and every readback\n";
 
 [[noreturn]] void usage(const std::string& msg) {
@@ -75,6 +76,14 @@ int main(int argc, char** argv) {
       gl = true;
     } else if (a == "--poison") {
       opt.poison = true;
+    } else if (a == "--repeat") {
+      const std::string v = next();
+      try {
+        opt.repeat = std::stoi(v);
+      } catch (const std::exception&) {
+        usage("--repeat: '" + v + "' is not an integer");
+      }
+      if (opt.repeat < 0) usage("--repeat must be >= 0");
     } else if (a == "--verbose") {
       opt.verbose = true;
     } else if (!a.empty() && a[0] == '-') {
@@ -105,9 +114,10 @@ int main(int argc, char** argv) {
     struct stat st;
     if (stat(out.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) throw std::runtime_error("cannot create the folder " + out);
     for (const auto& [name, a] : r.outputs) runner::write_npy(out + "/" + name + ".npy", a);
-    std::printf("export_runner: %s (%s) on %s: %lld dispatches, setup %.1f ms, plan %.1f ms, %zu output(s) in %s\n",
-                m.program.c_str(), m.target.c_str(), dev->describe().c_str(), static_cast<long long>(r.dispatches),
-                r.setup_ms, r.plan_ms, r.outputs.size(), out.c_str());
+    std::printf("export_runner: %s (%s) on %s: %lld dispatches, setup %.1f ms, plan %.1f ms", m.program.c_str(),
+                m.target.c_str(), dev->describe().c_str(), static_cast<long long>(r.dispatches), r.setup_ms, r.plan_ms);
+    if (opt.repeat) std::printf(" (fastest of %d: %.1f ms)", opt.repeat + 1, r.best_plan_ms);
+    std::printf(", %zu output(s) in %s\n", r.outputs.size(), out.c_str());
     return 0;
   } catch (const std::exception& e) {
     std::cerr << "export_runner: error: " << e.what() << "\n";

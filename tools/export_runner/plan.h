@@ -16,11 +16,14 @@ struct RunOptions {
   std::map<std::string, int64_t> dims;          // --dim N=4096 (only dims no input binds)
   bool poison = false;  // fill buffers without zero_init with a NaN pattern instead of zeros
   bool verbose = false;
+  int repeat = 0;       // extra runs of the plan (inputs uploaded again each time), for timing
 };
 
 struct RunResult {
   std::map<std::string, NpyArray> outputs;  // output, inout and state buffers
-  double setup_ms = 0, plan_ms = 0;
+  double setup_ms = 0;
+  double plan_ms = 0;       // the first run (includes the driver's first-dispatch work)
+  double best_plan_ms = 0;  // the fastest run (with --repeat)
   int64_t dispatches = 0;
 };
 

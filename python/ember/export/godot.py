@@ -144,6 +144,11 @@ class _GodotGen:
         w.indent(f"func _init(device: RenderingDevice{', ' if dim_args else ''}{dim_args}, is_local: bool = true) -> void:")
         w("rd = device")
         w("local = is_local")
+        for d in m.get("dims", []):
+            if d.get("value") is not None:
+                ident = self.dims[d["name"]]
+                w(f"assert({ident}_ == {int(d['value'])}, \"{d['name']} was fixed to {int(d['value'])} at export; "
+                  f"re-export for another size\")")
         for ident in self.dims.values():
             w(f"{ident} = {ident}_")
         e = self.emitter()

@@ -226,6 +226,11 @@ class _UnityGen:
         w(f"/// <summary>Creates the buffers for these dims; `shader` is {self.program}.compute.</summary>")
         w.open(f"public {self.cls}(ComputeShader shader{', ' if params else ''}{params})")
         w("Shader = shader;")
+        for d in m.get("dims", []):
+            if d.get("value") is not None:
+                ident = self.dims[d["name"]]
+                w(f"if ({ident} != {int(d['value'])}L) throw new ArgumentException(\"{d['name']} was fixed to "
+                  f"{int(d['value'])} at export; re-export for another size\");")
         for ident in self.dims.values():
             w(f"this.{ident} = {ident};")
         e = self.emitter()
