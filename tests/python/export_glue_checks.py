@@ -107,3 +107,51 @@ def check_godot_project(folder, tmp):
         if not path.endswith("/"):
             assert (folder / path).exists(), f"a script refers to missing res://{path}"
     return names
+
+
+def _cs_literal(value, dtype):
+    import numpy as np
+    if dtype == "f32":
+        return repr(float(np.float32(value))) + "f"
+    if dtype == "bool":
+        return "true" if value else "false"
+    return f"{int(value)}u" if dtype == "u32" else str(int(value))
+
+
+def run_unity_plan(unity_dir, cls, dims, scalars, readbacks, tmp):
+    """Runs the generated C# class `cls` with `mono` against the recording stub: constructs it with
+    `dims` (ints), calls Run(`scalars`: [(value, dtype)]) with GetData answering `readbacks` (words),
+    and returns the stub's log (one dispatch, copy, fill or readback per line)."""
+    mcs = need_tool("mcs", "mono-mcs")
+    mono = need_tool("mono", "mono-runtime")
+    driver = Path(tmp) / "EmberDriver.cs"
+    enqueue = "".join(f"        EmberStub.Readbacks.Enqueue(0x{w:08X}u);\n" for w in readbacks)
+    args = ", ".join(["shader"] + [f"{int(d)}L" for d in dims])
+    driver.write_text(
+        "using System;\nusing UnityEngine;\n\npublic static class EmberDriver\n{\n"
+        "    public static void Main()\n    {\n        var shader = new ComputeShader();\n"
+        f"        var sim = new {cls}({args});\n        EmberStub.NameBuffers(sim);\n{enqueue}"
+        f"        sim.Run({', '.join(_cs_literal(v, t) for v, t in scalars)});\n"
+        "        Console.Write(EmberStub.Log.ToString());\n    }\n}\n")
+    exe = Path(tmp) / "ember_driver.exe"
+    cs = [p for p in sorted(Path(unity_dir).glob("*.cs")) if not p.stem.endswith("Sample")]
+    _run([mcs, "-warnaserror", f"-out:{exe}", STUB, *cs, driver], "mcs (the C# plan and a driver)")
+    return _run([mono, exe], "mono (the generated C# plan against the recording stub)").stdout
+
+
+def compare_plan_logs(runner_trace, unity_log):
+    """Asserts that the C# plan asked for what the runner did: the same steps in order; dispatches
+    with the same kernel and groups and, for every parameter field the runner wrote, the same word."""
+    a, b = runner_trace.strip().splitlines(), unity_log.strip().splitlines()
+    assert len(a) == len(b), f"runner: {len(a)} steps, C#: {len(b)}\n" + "\n".join(a[:20]) + "\n---\n" + "\n".join(b[:20])
+    for i, (x, y) in enumerate(zip(a, b)):
+        if x.startswith("dispatch "):
+            xs, ys = x.split(), y.split()
+            assert ys[:5] == xs[:5], f"step {i}: runner {x!r}, C# {y!r}"
+            words = dict(f.split("=") for f in ys[5:])
+            for f in xs[5:]:
+                name, word = f.split("=")
+                assert words.get(name) == word, f"step {i} ({xs[1]}): field {name} runner {word}, C# {words.get(name)}"
+        else:
+            assert x == y, f"step {i}: runner {x!r}, C# {y!r}"
+    return len(a)

@@ -5,6 +5,7 @@ and the plan expressions translate with C's semantics."""
 import json
 import re
 
+import numpy as np
 import pytest
 
 from export_glue_checks import check_godot_project, check_unity_folder
@@ -169,3 +170,43 @@ def test_glue_for_exported_programs(name, tmp_path, rng):
     gd = next((tmp_path / "spirv" / "godot" / "ember").glob("*_ember.gd")).read_text()
     assert gd.count("\t_dispatch(") == count(m["plan"], "dispatch")
     assert gd.count(" in range(") == count(m["plan"], "loop")
+
+    # The C# plan, run by mono against the recording stub, does what the runner does.
+    from export_glue_checks import compare_plan_logs, run_unity_plan
+    from export_runner_helpers import run_runner
+    inputs, scalars, arrays = {}, [], {}
+    for spec, a in zip(m["args"], args):
+        if spec["kind"] == "buffer":
+            inputs[spec["name"]] = a
+        else:
+            scalars.append((a, next(x["dtype"] for x in m["scalars"] if x["name"] == spec["name"])))
+    dims = [inputs[d["from"]["input"]].shape[d["from"]["axis"]] for d in m["dims"]]
+    trace = tmp_path / "trace.txt"
+    run_runner(tmp_path / "spirv", tmp_path / "o", inputs, {x["name"]: v for x, (v, _) in
+               zip([x for x in m["args"] if x["kind"] == "scalar"], scalars)}, extra=["--trace", str(trace)])
+    runner_log = trace.read_text()
+    readbacks = [int(l.split("= ")[1], 16) for l in runner_log.splitlines() if l.startswith("readback")]
+    cls = next(p.stem for p in (tmp_path / "hlsl" / "unity").glob("*.cs") if not p.stem.endswith("Sample"))
+    log = run_unity_plan(tmp_path / "hlsl" / "unity", cls, dims, scalars, readbacks, tmp_path)
+    assert compare_plan_logs(runner_log, log) >= count(m["plan"], "dispatch")
+
+
+def test_unity_plan_runs_like_the_runner_fixture(tmp_path, rng):
+    """The generated C# of the fixture, run by mono against the recording stub, asks for exactly the
+    dispatches (groups, parameter words), readbacks, fills and copies tools/export_runner performs
+    for the same manifest; the runner's readback values are fed to GetData, so the `if` takes the
+    same branch."""
+    from export_glue_checks import compare_plan_logs, run_unity_plan
+    from export_runner_helpers import run_runner
+    from test_export_runner_fixture import make_export
+    export = make_export(tmp_path, "spirv")
+    x = rng.standard_normal(1000).astype(np.float32)
+    y = rng.standard_normal(1000).astype(np.float32)
+    trace = tmp_path / "trace.txt"
+    run_runner(export, tmp_path / "o", {"x": x, "y": y}, {"a": 0.375, "iters": 3}, extra=["--trace", str(trace)])
+    runner_log = trace.read_text()
+    readbacks = [int(l.split("= ")[1], 16) for l in runner_log.splitlines() if l.startswith("readback")]
+    unity.write_unity(manifest("hlsl"), str(FIXTURE), str(tmp_path / "unity"))
+    log = run_unity_plan(tmp_path / "unity", "AxpyFixture", [1000], [(0.375, "f32"), (3, "i32")], readbacks, tmp_path)
+    assert compare_plan_logs(runner_log, log) == 10  # fill, 3 + 1 dispatches, readback, 2 fills, 2 copies
+    assert "EmberStub" not in "".join(p.read_text() for p in (tmp_path / "unity").glob("*.cs"))

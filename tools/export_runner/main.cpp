@@ -1,6 +1,6 @@
 // export_runner: runs an Ember export (manifest.json + shaders) without Ember, to prove it.
 //   export_runner DIR --in NAME=FILE.npy ... [--scalar NAME=VALUE] [--dim NAME=N] --out OUTDIR
-//                 [--gl] [--poison] [--repeat K] [--verbose]
+//                 [--gl] [--poison] [--repeat K] [--trace FILE] [--verbose]
 // Vulkan mode (default) runs a `spirv` export; --gl runs a `glsl` export on OpenGL 4.3+ through
 // EGL surfaceless. Writes every output, inout and state buffer to OUTDIR/NAME.npy (a program's
 // host-value outputs, e.g. a count read back, to OUTDIR/out<INDEX>.npy, 0-d) and prints
@@ -20,7 +20,7 @@ namespace {
 
 const char* kUsage =
     "usage: export_runner DIR --in NAME=FILE.npy ... [--scalar NAME=VALUE ...] [--dim NAME=N ...] --out OUTDIR\n"
-    "                     [--gl] [--poison] [--repeat K] [--verbose]\n"
+    "                     [--gl] [--poison] [--repeat K] [--trace FILE] [--verbose]\n"
     "  DIR        an Ember export folder (manifest.json and its shaders): target spirv, or glsl with --gl\n"
     "  --in       an input buffer from a .npy file (little-endian float32, int32, uint32 or bool)\n"
     "  --scalar   a scalar argument (f32, i32, u32 or bool)\n"
@@ -29,6 +29,7 @@ const char* kUsage =
     "  --gl       run on OpenGL 4.3+ compute (EGL surfaceless) instead of Vulkan\n"
     "  --poison   fill buffers the manifest does not zero-initialize with NaN words (checks zero_init)\n"
     "  --repeat   run the plan K more times (inputs uploaded again) and report the fastest run\n"
+    "  --trace    write every dispatch (kernel, groups, parameter words), copy, fill and readback of the run\n"
     "  --verbose  log the device and every readback\n";
 
 [[noreturn]] void usage(const std::string& msg) {
@@ -84,6 +85,8 @@ int main(int argc, char** argv) {
         usage("--repeat: '" + v + "' is not an integer");
       }
       if (opt.repeat < 0) usage("--repeat must be >= 0");
+    } else if (a == "--trace") {
+      opt.trace_path = next();
     } else if (a == "--verbose") {
       opt.verbose = true;
     } else if (!a.empty() && a[0] == '-') {

@@ -3,7 +3,9 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <iostream>
 #include <sstream>
 #include <stdexcept>
@@ -69,7 +71,13 @@ class Executor {
     const auto t1 = std::chrono::steady_clock::now();
     const Env start = env;
     double best_ms = 0;
+    std::ofstream trace_file;
+    if (!opt_.trace_path.empty()) {
+      trace_file.open(opt_.trace_path);
+      if (!trace_file) throw std::runtime_error("--trace: cannot create " + opt_.trace_path);
+    }
     for (int r = 0; r <= opt_.repeat; ++r) {  // extra runs time the plan once shaders are warm
+      trace_ = r == 0 && trace_file.is_open() ? &trace_file : nullptr;
       env = start;
       init_buffers();
       dispatches_ = 0;
@@ -115,6 +123,23 @@ class Executor {
   std::vector<std::vector<int64_t>> shapes_;
   int64_t dispatches_ = 0;
   double first_ms_ = 0;
+  std::ostream* trace_ = nullptr;  // --trace: the first run's dispatches, copies, fills, readbacks
+
+  void trace(const std::string& line) {
+    if (trace_) *trace_ << line << "\n";
+  }
+
+  static std::string hex(uint32_t w) {
+    char buf[16];
+    std::snprintf(buf, sizeof buf, "0x%08X", w);
+    return buf;
+  }
+
+  // The kernel's file name without folder and extension: its entry in HLSL, the same in every target.
+  static std::string kernel_stem(const KernelSpec& k) {
+    std::string f = k.file.substr(k.file.find_last_of('/') + 1);
+    return f.substr(0, f.find('.'));
+  }
   std::map<std::string, NpyArray> value_outputs_;  // host-value outputs, 0-d, named out<index>
 
   void bind_dims(Env& env) {
@@ -225,6 +250,7 @@ class Executor {
       auto in = opt_.inputs.find(b.name);
       if (in != opt_.inputs.end()) dev_.write(int(i), 0, in->second.words.data(), size_t(counts_[i]));
       else dev_.fill(int(i), 0, size_t(counts_[i]), b.zero_init || !opt_.poison ? 0u : kPoison);
+      if (in == opt_.inputs.end() && b.zero_init) trace("fill " + b.name + " 0 " + std::to_string(counts_[i]) + " 0x00000000");
     }
     dev_.finish();
   }
@@ -281,6 +307,9 @@ class Executor {
         check_range(s.src, so, n, s);
         check_range(s.dst, d, n, s);
         if (n) dev_.copy(s.src, size_t(so), s.dst, size_t(d), size_t(n));
+        if (n)
+          trace("copy " + m_.buffers[s.src].name + " " + m_.buffers[s.dst].name + " " + std::to_string(so) + " " +
+                std::to_string(d) + " " + std::to_string(n));
         return;
       }
       case Step::fill: {
@@ -289,6 +318,7 @@ class Executor {
         check_range(s.buffer, off, n, s);
         const uint32_t w = s.fill_word ? *s.fill_word : word_of(s.value->eval(env), m_.buffers[s.buffer].dtype, s.where);
         if (n) dev_.fill(s.buffer, size_t(off), size_t(n), w);
+        if (n) trace("fill " + m_.buffers[s.buffer].name + " " + std::to_string(off) + " " + std::to_string(n) + " " + hex(w));
         return;
       }
       case Step::readback: {
@@ -296,6 +326,7 @@ class Executor {
         check_range(s.buffer, idx, 1, s);
         uint32_t w = 0;
         dev_.read(s.buffer, size_t(idx), &w, 1);
+        trace("readback " + m_.buffers[s.buffer].name + " " + std::to_string(idx) + " = " + hex(w));
         env[s.into] = value_of(w, s.dtype ? *s.dtype : m_.buffers[s.buffer].dtype);
         if (opt_.verbose) std::cerr << "export_runner: " << s.where << ": " << s.into << " = " << env[s.into].as_double() << "\n";
         return;
@@ -384,6 +415,16 @@ class Executor {
     }
     ++dispatches_;
     dev_.dispatch(s.kernel, groups, bytes);
+    if (trace_) {
+      std::string line = "dispatch " + kernel_stem(k) + " " + std::to_string(groups[0]) + " " + std::to_string(groups[1]) +
+                         " " + std::to_string(groups[2]);
+      for (const ParamField& f : k.params.fields) {
+        uint32_t w;
+        std::memcpy(&w, bytes.data() + f.offset, 4);
+        line += " " + f.name + "=" + hex(w);
+      }
+      trace(line);
+    }
   }
 };
 

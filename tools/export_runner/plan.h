@@ -17,6 +17,7 @@ struct RunOptions {
   bool poison = false;  // fill buffers without zero_init with a NaN pattern instead of zeros
   bool verbose = false;
   int repeat = 0;       // extra runs of the plan (inputs uploaded again each time), for timing
+  std::string trace_path;  // write the first run's steps, one per line (dispatch KERNEL GX GY GZ FIELD=0xWORD...)
 };
 
 struct RunResult {
