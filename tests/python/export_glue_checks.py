@@ -139,9 +139,32 @@ def run_unity_plan(unity_dir, cls, dims, scalars, readbacks, tmp):
     return _run([mono, exe], "mono (the generated C# plan against the recording stub)").stdout
 
 
-def compare_plan_logs(runner_trace, unity_log):
-    """Asserts that the C# plan asked for what the runner did: the same steps in order; dispatches
-    with the same kernel and groups and, for every parameter field the runner wrote, the same word."""
+def run_godot_plan(godot_dir, init_args, run_args, readbacks):
+    """Runs the generated GDScript class of a Godot project with gd_plan_run.py (a GDScript-subset
+    interpreter on gdtoolkit's parser, with a recording RenderingDevice): _init(rd, *init_args),
+    run(*run_args) with buffer_get_data answering `readbacks`; returns its log."""
+    import json
+    python = Path(gdparse_path()).parent / "python"
+    if not python.exists() or subprocess.run([python, "-c", "import gdtoolkit"], capture_output=True).returncode:
+        pytest.skip(f"no Python with gdtoolkit next to {gdparse_path()} (tools/bootstrap-checkers installs one)")
+    script = next(Path(godot_dir).glob("ember/*_ember.gd"))
+    return _run([python, Path(__file__).parent / "gd_plan_run.py", script, json.dumps(list(init_args)),
+                 json.dumps(list(run_args)), json.dumps(list(readbacks))], f"gd_plan_run.py {script}").stdout
+
+
+def field_offsets(manifest):
+    """{kernel file stem: {field: "@<byte offset>"}}: how the Godot log names parameter words."""
+    out = {}
+    for k in manifest["kernels"]:
+        stem = Path(k["file"]).name.split(".")[0]
+        out[stem] = {f["name"]: f"@{f['offset']}" for f in (k.get("params") or {}).get("fields", [])}
+    return out
+
+
+def compare_plan_logs(runner_trace, unity_log, offsets=None):
+    """Asserts that an engine plan (the C# or GDScript log) asked for what the runner did: the same
+    steps in order; dispatches with the same kernel and groups and, for every parameter field the
+    runner wrote, the same word (found by name, or by byte offset through `offsets`)."""
     a, b = runner_trace.strip().splitlines(), unity_log.strip().splitlines()
     assert len(a) == len(b), f"runner: {len(a)} steps, C#: {len(b)}\n" + "\n".join(a[:20]) + "\n---\n" + "\n".join(b[:20])
     for i, (x, y) in enumerate(zip(a, b)):
@@ -151,7 +174,8 @@ def compare_plan_logs(runner_trace, unity_log):
             words = dict(f.split("=") for f in ys[5:])
             for f in xs[5:]:
                 name, word = f.split("=")
-                assert words.get(name) == word, f"step {i} ({xs[1]}): field {name} runner {word}, C# {words.get(name)}"
+                key = offsets[xs[1]][name] if offsets else name
+                assert words.get(key) == word, f"step {i} ({xs[1]}): field {name} runner {word}, engine {words.get(key)}"
         else:
             assert x == y, f"step {i}: runner {x!r}, C# {y!r}"
     return len(a)

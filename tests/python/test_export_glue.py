@@ -190,6 +190,11 @@ def test_glue_for_exported_programs(name, tmp_path, rng):
     log = run_unity_plan(tmp_path / "hlsl" / "unity", cls, dims, scalars, readbacks, tmp_path)
     assert compare_plan_logs(runner_log, log) >= count(m["plan"], "dispatch")
 
+    # The GDScript plan, run by gd_plan_run.py with a recording RenderingDevice, does too.
+    from export_glue_checks import field_offsets, run_godot_plan
+    log = run_godot_plan(tmp_path / "spirv" / "godot", dims, [v for v, _ in scalars], readbacks)
+    assert compare_plan_logs(runner_log, log, field_offsets(m)) >= count(m["plan"], "dispatch")
+
 
 def test_unity_plan_runs_like_the_runner_fixture(tmp_path, rng):
     """The generated C# of the fixture, run by mono against the recording stub, asks for exactly the
@@ -210,3 +215,22 @@ def test_unity_plan_runs_like_the_runner_fixture(tmp_path, rng):
     log = run_unity_plan(tmp_path / "unity", "AxpyFixture", [1000], [(0.375, "f32"), (3, "i32")], readbacks, tmp_path)
     assert compare_plan_logs(runner_log, log) == 10  # fill, 3 + 1 dispatches, readback, 2 fills, 2 copies
     assert "EmberStub" not in "".join(p.read_text() for p in (tmp_path / "unity").glob("*.cs"))
+
+
+def test_godot_plan_runs_like_the_runner_fixture(tmp_path, rng):
+    """The generated GDScript class of the fixture, run by gd_plan_run.py (a GDScript-subset
+    interpreter with a recording RenderingDevice; not Godot), asks for exactly what
+    tools/export_runner does: dispatches (push-constant words by offset), readback, fills, copies."""
+    from export_glue_checks import compare_plan_logs, field_offsets, run_godot_plan
+    from export_runner_helpers import run_runner
+    from test_export_runner_fixture import make_export
+    export = make_export(tmp_path, "spirv")
+    x = rng.standard_normal(700).astype(np.float32)
+    y = rng.standard_normal(700).astype(np.float32)
+    trace = tmp_path / "trace.txt"
+    run_runner(export, tmp_path / "o", {"x": x, "y": y}, {"a": -0.25, "iters": 4}, extra=["--trace", str(trace)])
+    runner_log = trace.read_text()
+    readbacks = [int(l.split("= ")[1], 16) for l in runner_log.splitlines() if l.startswith("readback")]
+    godot.write_godot(manifest("spirv"), str(FIXTURE), str(tmp_path / "godot"))
+    log = run_godot_plan(tmp_path / "godot", [700], [-0.25, 4], readbacks)
+    assert compare_plan_logs(runner_log, log, field_offsets(manifest("spirv"))) == 11
