@@ -127,8 +127,12 @@ class RenderingDevice:
         p = self.list["pipeline"]
         assert p is not None and self.list["set"] is not None
         assert Path(self.list["set"].shader.path).stem == p.stem, "uniform set of another shader"
-        words = " ".join(f"@{i * 4}=0x{w:08X}" for i, w in enumerate(struct.unpack(f"<{len(self.list['push']) // 4}I",
-                                                                                   self.list["push"])))
+        push = self.list["push"]
+        for rid in self.list["set"].bindings.values():
+            if rid.name.startswith("param:"):
+                assert not push, "push constants and a parameter buffer"
+                push = rid.data
+        words = " ".join(f"@{i * 4}=0x{w:08X}" for i, w in enumerate(struct.unpack(f"<{len(push) // 4}I", push)))
         LOG.append(f"dispatch {p.stem} {x} {y} {z} {words}".rstrip())
 
     def compute_list_end(self):
@@ -137,7 +141,8 @@ class RenderingDevice:
 
     def buffer_update(self, buf, off, size, data):
         assert size == len(data) and off + size <= buf.size, (buf.name, off, size)
-        if buf.name.startswith("param:"):
+        if buf.name.startswith("param:"):  # the words of the next dispatch of that kernel
+            buf.data = bytes(data)
             return
         words = struct.unpack(f"<{size // 4}I", bytes(data))
         assert len(set(words)) <= 1, "buffer_update inside run() is a fill"

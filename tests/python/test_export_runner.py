@@ -143,3 +143,42 @@ def test_fixed_dim_must_match(tmp_path, rng):
     keys = rng.integers(-1000, 1000, 128).astype(np.int32)
     proc, _ = run_runner(tmp_path / "e", tmp_path / "o", {"keys": keys}, check=False)
     assert proc.returncode == 1 and "dim N was fixed to 256 at export; input keys gives 128" in proc.stderr
+
+
+def _many_scalars_program(tmp_path, count=36):
+    """A program whose kernel takes more parameters than 128 bytes of push constants hold (N and 36
+    f32 scalars): Vulkan exports put them in a storage buffer."""
+    import importlib.util
+    src = ("import ember as em\n\n@em.compile\ndef many(X: em.f32['N'], " +
+           ", ".join(f"s{i}: em.f32" for i in range(count)) + "):\n    return " +
+           " + ".join(f"X * s{i}" for i in range(count)) + "\n")
+    path = tmp_path / "many_scalars.py"
+    path.write_text(src)
+    spec = importlib.util.spec_from_file_location("ember_export_many_scalars", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.many
+
+
+@pytest.mark.parametrize("target", ["spirv", "glsl"])
+def test_params_in_storage_buffer(target, tmp_path, rng):
+    """156 bytes of parameters: a storage buffer with a dynamic offset on Vulkan (a uniform block on
+    OpenGL), and the Godot glue's parameter buffer, all agree with Ember."""
+    prog = _many_scalars_program(tmp_path)
+    X = rng.standard_normal(300).astype(np.float32)
+    s = [float(v) for v in rng.uniform(-1, 1, 36).astype(np.float32)]
+    args = (X, *s)
+    want = ember_results(prog, args)
+    m, got, _ = run_exported(prog, args, target, tmp_path, gl=target == "glsl")
+    assert m["kernels"][0]["params"]["kind"] == ("storage_buffer" if target == "spirv" else "uniform_block")
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-5, atol=1e-5)
+    if target == "spirv":
+        from export_glue_checks import compare_plan_logs, field_offsets, run_godot_plan
+        from ember.export import godot
+        godot.write_godot(m, str(tmp_path / "export-spirv"), str(tmp_path / "godot"))
+        check_godot_project(tmp_path / "godot", tmp_path)
+        trace = tmp_path / "trace.txt"
+        run_runner(tmp_path / "export-spirv", tmp_path / "o2", {"X": X}, {f"s{i}": v for i, v in enumerate(s)},
+                   extra=["--trace", str(trace)])
+        log = run_godot_plan(tmp_path / "godot", [300], s, [])
+        assert compare_plan_logs(trace.read_text(), log, field_offsets(m)) == 1

@@ -14,13 +14,21 @@ from export_runner_helpers import REPO, need_tool, run_runner, runner_path
 FIXTURE = REPO / "tests" / "export_fixtures" / "axpy"
 
 
-def make_export(tmp_path, target):
-    """The fixture as an export folder of `target` (spirv: SPIR-V compiled here; glsl: the sources)."""
-    d = tmp_path / f"axpy-{target}"
+def make_export(tmp_path, target, params_in_buffer=False):
+    """The fixture as an export folder of `target` (spirv: SPIR-V compiled here; glsl: the sources).
+    `params_in_buffer`: axpy reads its parameters from a storage buffer at binding 2."""
+    d = tmp_path / f"axpy-{target}{'-pb' if params_in_buffer else ''}"
     d.mkdir()
-    shutil.copy(FIXTURE / f"manifest_{target}.json", d / "manifest.json")
+    m = json.loads((FIXTURE / f"manifest_{target}.json").read_text())
+    if params_in_buffer:
+        p = m["kernels"][0]["params"]
+        p.update(kind="storage_buffer", binding=2, layout="std430", size=12)
+    (d / "manifest.json").write_text(json.dumps(m, indent=2))
     for k in ("axpy", "count_pos"):
-        shutil.copy(FIXTURE / f"{k}.comp", d / f"{k}.comp")
+        text = (FIXTURE / f"{k}.comp").read_text()
+        if params_in_buffer and k == "axpy":
+            text = text.replace("#version 450\n", "#version 450\n#define PARAMS_IN_BUFFER\n", 1)
+        (d / f"{k}.comp").write_text(text)
         if target == "spirv":
             glslang = need_tool("glslangValidator", "glslang-tools")
             subprocess.run([glslang, "-V", "-S", "comp", str(d / f"{k}.comp"), "-o", str(d / f"{k}.spv")],
@@ -39,10 +47,13 @@ def expected(x, y, a, iters):
             "ycopy": np.concatenate([y, y]).reshape(-1, 2)}
 
 
+@pytest.mark.parametrize("params_in_buffer", [False, True], ids=["params-block", "params-buffer"])
 @pytest.mark.parametrize("target", ["spirv", "glsl"])
 @pytest.mark.parametrize("n,iters", [(1000, 5), (64, 0), (4099, 3)])
-def test_fixture_matches_numpy(tmp_path, rng, target, n, iters):
-    export = make_export(tmp_path, target)
+def test_fixture_matches_numpy(tmp_path, rng, target, n, iters, params_in_buffer):
+    """Every dispatch of the host loop gets its own parameters, whether they travel as push
+    constants / a uniform block or in a storage buffer (a slice of the runner's ring each)."""
+    export = make_export(tmp_path, target, params_in_buffer)
     x = rng.standard_normal(n).astype(np.float32)
     y = rng.standard_normal(n).astype(np.float32)
     a = 0.375

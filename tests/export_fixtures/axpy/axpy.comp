@@ -1,11 +1,17 @@
 #version 450
-// y[t] += a * x[t] * float(step + 1), for t < threads.
+// y[t] += a * x[t] * float(step + 1), for t < threads. Parameters: push constants (Vulkan), a
+// std140 uniform block (OpenGL), or with PARAMS_IN_BUFFER defined a storage buffer at binding 2.
 #ifdef VULKAN
-layout(push_constant) uniform Params { uint threads; float a; int step; } pc;
 #define BIND(b) layout(std430, set = 0, binding = b)
 #else
-layout(std140, binding = 0) uniform Params { uint threads; float a; int step; } pc;
 #define BIND(b) layout(std430, binding = b)
+#endif
+#if defined(PARAMS_IN_BUFFER)
+BIND(2) readonly buffer Params { uint threads; float a; int step; } pc;
+#elif defined(VULKAN)
+layout(push_constant) uniform Params { uint threads; float a; int step; } pc;
+#else
+layout(std140, binding = 0) uniform Params { uint threads; float a; int step; } pc;
 #endif
 BIND(0) readonly buffer X { float x[]; };
 BIND(1) buffer Y { float y[]; };
