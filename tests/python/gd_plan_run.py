@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from gdtoolkit.parser import parser
-from lark import Token, Tree
+from lark import Token
 
 LOG = []
 

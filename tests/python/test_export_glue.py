@@ -174,7 +174,7 @@ def test_glue_for_exported_programs(name, tmp_path, rng):
     # The C# plan, run by mono against the recording stub, does what the runner does.
     from export_glue_checks import compare_plan_logs, run_unity_plan
     from export_runner_helpers import run_runner
-    inputs, scalars, arrays = {}, [], {}
+    inputs, scalars = {}, []
     for spec, a in zip(m["args"], args):
         if spec["kind"] == "buffer":
             inputs[spec["name"]] = a

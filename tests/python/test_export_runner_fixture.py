@@ -3,7 +3,6 @@ glslangValidator, not by Ember, so this proves the runner alone — its Vulkan a
 its plan steps (loop, dispatch, readback, if, fill, copy), dims bound from input shapes, push
 constants and uniform blocks, f32/i32/bool buffers, zero_init — and its error messages."""
 import json
-import shutil
 import subprocess
 
 import numpy as np
