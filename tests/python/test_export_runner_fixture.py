@@ -167,3 +167,26 @@ def test_repeat_starts_each_run_afresh(tmp_path, rng):
     np.testing.assert_allclose(out["y"], want["y"], rtol=1e-5, atol=1e-5)
     assert (out["cnt"] == want["cnt"]).all()
     assert "(fastest of 4:" in proc.stdout and "4 dispatches" in proc.stdout
+
+
+def test_npy_reader_rejects_what_it_cannot_read(tmp_path, rng):
+    """Big-endian, Fortran-order and truncated .npy files are one-line errors naming the file."""
+    export = make_export(tmp_path, "spirv")
+    x = rng.standard_normal(100).astype(np.float32)
+    r = str(runner_path())
+    base = [r, str(export), "--scalar", "a=0.5", "--scalar", "iters=1", "--out", str(tmp_path / "o")]
+    np.save(tmp_path / "x.npy", x)
+    cases = {
+        "big.npy": (x.astype(">f4"), "unsupported dtype '>f4'"),
+        "fortran.npy": (np.asfortranarray(rng.standard_normal((10, 10)).astype(np.float32)), "Fortran-order"),
+    }
+    for name, (arr, message) in cases.items():
+        np.save(tmp_path / name, arr)
+        p = subprocess.run(base + ["--in", f"x={tmp_path / 'x.npy'}", "--in", f"y={tmp_path / name}"],
+                           capture_output=True, text=True)
+        assert p.returncode == 1 and message in p.stderr and name in p.stderr, p.stderr
+    data = (tmp_path / "x.npy").read_bytes()
+    (tmp_path / "short.npy").write_bytes(data[:-8])
+    p = subprocess.run(base + ["--in", f"x={tmp_path / 'x.npy'}", "--in", f"y={tmp_path / 'short.npy'}"],
+                       capture_output=True, text=True)
+    assert p.returncode == 1 and "truncated data: 100 elements need 400 bytes" in p.stderr, p.stderr
