@@ -21,7 +21,7 @@ def runner_path():
     return p
 
 
-def run_runner(export_dir, out_dir, inputs=None, scalars=None, dims=None, gl=False, extra=(), check=True):
+def run_runner(export_dir, out_dir, inputs=None, scalars=None, dims=None, gl=False, extra=(), check=True, env=None):
     """Saves `inputs` (name -> array) as .npy next to out_dir, runs the runner, returns
     (CompletedProcess, {name: array}) with the outputs it wrote."""
     out_dir = Path(out_dir)
@@ -39,13 +39,23 @@ def run_runner(export_dir, out_dir, inputs=None, scalars=None, dims=None, gl=Fal
     if gl:
         cmd.append("--gl")
     cmd += list(extra)
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env={**os.environ, **(env or {})})
     if check and proc.returncode != 0:
         raise AssertionError(f"export_runner failed ({proc.returncode}):\n{' '.join(cmd)}\n{proc.stderr}{proc.stdout}")
     outs = {}
     if proc.returncode == 0:
         outs = {p.stem: np.load(p) for p in sorted(out_dir.glob("*.npy"))}
     return proc, outs
+
+
+def validation_env():
+    """Environment enabling the Khronos validation layer with synchronization validation (every
+    message goes to the runner's stdout), or skip when the layer is not installed."""
+    layer_dirs = ["/usr/share/vulkan/explicit_layer.d", "/etc/vulkan/explicit_layer.d"]
+    if not any(Path(d, "VkLayer_khronos_validation.json").exists() for d in layer_dirs):
+        pytest.skip("the Vulkan validation layer is not installed (Debian: vulkan-validationlayers)")
+    return {"VK_INSTANCE_LAYERS": "VK_LAYER_KHRONOS_validation",
+            "VK_LAYER_ENABLES": "VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT"}
 
 
 def need_tool(name, package):
