@@ -1,7 +1,8 @@
 // The Vulkan Device of device.h, on the raw API through the loader. All buffers are
 // host-visible and coherent (simple, and right for a runner that proves an export). Commands
-// are recorded into one command buffer with a full compute/transfer barrier between them and
-// submitted when the host needs memory (read, finish) or after kMaxRecorded commands. Each
+// are recorded into one command buffer with a full compute/transfer barrier before each (and one
+// to the host at the end) and submitted when the host needs memory (read, finish) or after
+// kMaxRecorded commands. Each
 // kernel gets one descriptor set (its buffers never change); parameters go in push constants,
 // or, for a parameter buffer, into a slice of a host-visible ring bound with a dynamic offset.
 #include <vulkan/vulkan.h>
@@ -292,6 +293,12 @@ class VulkanDevice : public Device {
 
   void finish() override {
     if (!recording_) return;
+    // The fence only orders device accesses: make the writes visible to the host's reads too.
+    VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+    mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+    mb.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
+    vkCmdPipelineBarrier(cmd_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+                         VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0, nullptr, 0, nullptr);
     check(vkEndCommandBuffer(cmd_), "vkEndCommandBuffer");
     VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
     si.commandBufferCount = 1;
@@ -363,8 +370,9 @@ class VulkanDevice : public Device {
     return b;
   }
 
-  // Starts recording, or puts a barrier after the previous command (every command may read or
-  // write what the one before wrote: dispatches, copies and fills alike).
+  // Starts recording if needed, then puts a barrier before the command: every command may read or
+  // write what the one before wrote (dispatches, copies and fills alike), in this command buffer or
+  // an earlier submission (a barrier's first scope is everything earlier in submission order).
   void begin_command() {
     if (recorded_ >= kMaxRecorded) finish();
     if (!recording_) {
@@ -372,7 +380,8 @@ class VulkanDevice : public Device {
       bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
       check(vkBeginCommandBuffer(cmd_, &bi), "vkBeginCommandBuffer");
       recording_ = true;
-    } else {
+    }
+    {
       VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
       mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
       mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
