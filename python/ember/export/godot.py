@@ -1,0 +1,421 @@
+"""Godot 4 glue for a `spirv` export: write_godot(manifest, export_dir, out_dir) writes a minimal
+Godot project into out_dir:
+
+- ember/<kernel file>.glsl: each kernel's Vulkan GLSL (the export's `source`) as a Godot `#[compute]`
+  shader, its push-constant block padded to a multiple of 16 bytes (what Godot's RenderingDevice
+  accepts across 4.x versions);
+- ember/<program>_ember.gd: a class (`<Program>Ember`) that creates one storage buffer per manifest
+  buffer and runs the host plan through a RenderingDevice: a compute pipeline per kernel file, a
+  uniform set per kernel, a compute list per dispatch, buffer_copy / buffer_clear / buffer_update
+  for copies and fills, buffer_get_data for readbacks (plan expressions translated to GDScript);
+- project.godot, main.tscn, main.gd: a scene whose script steps the program every frame on a local
+  RenderingDevice (outputs fed back into the inputs they replace) and draws one buffer as points.
+"""
+import os
+import re
+
+from . import _glue_common as G
+from ._glue_common import E
+from ._godot_text import _GD_HELPERS
+
+_GD_KEYWORDS = set("""if elif else for while match break continue pass return class class_name extends is in as self
+signal func static const enum var breakpoint preload await yield assert void true false null not and or PI TAU INF
+NAN int float bool String Array Dictionary Vector2 Vector3 Color RID Object super range print load""".split())
+_RESERVED = {"rd", "local", "buffers", "counts", "run", "release", "set_data", "get_data", "copy"}
+
+_TYPES = {"f32": "float", "i32": "int", "u32": "int", "bool": "bool"}
+
+
+def _ident(name, taken):
+    """A GDScript identifier for `name`, not a keyword, not in `taken`."""
+    base = re.sub(r"[^A-Za-z0-9_]", "_", name)
+    if not base or base[0].isdigit():
+        base = "_" + base
+    if base in _GD_KEYWORDS or base in _RESERVED or base.startswith("_"):
+        base = "v_" + base.lstrip("_")
+    out, n = base, 2
+    while out in taken:
+        out, n = f"{base}{n}", n + 1
+    taken.add(out)
+    return out
+
+
+def godot_shader(source, push_size):
+    """A Vulkan GLSL compute shader as a Godot #[compute] file, its push-constant block padded with
+    uint members to a multiple of 16 bytes."""
+    padded = (push_size + 15) // 16 * 16
+    pads = (padded - push_size) // 4
+    if pads:
+        m = re.search(r"layout\s*\(\s*push_constant\s*\)\s*uniform\s+\w+\s*\{(.*?)\}", source, re.S)
+        if m:
+            extra = "".join(f"  uint ember_pad{i};  // Godot: push constants in 16-byte multiples\n" for i in range(pads))
+            body = m.group(1)
+            body = body if body.endswith("\n") else body + "\n"
+            source = source[:m.start(1)] + body + extra + source[m.end(1):]
+    return "#[compute]\n" + source
+
+
+class _Writer:
+    def __init__(self):
+        self.lines, self.depth = [], 0
+
+    def __call__(self, text=""):
+        self.lines.append(("\t" * self.depth + text) if text else "")
+
+    def indent(self, text):
+        self(text)
+        self.depth += 1
+
+    def dedent(self):
+        self.depth -= 1
+
+    def text(self):
+        return "\n".join(self.lines) + "\n"
+
+
+class _GodotGen:
+    def __init__(self, manifest, export_dir):
+        self.m, self.dir = manifest, export_dir
+        self.program = manifest["program"]
+        self.cls = G.pascal(self.program) + "Ember"
+        taken = set()
+        self.dims = {d["name"]: _ident(d["name"], taken) for d in manifest.get("dims", [])}
+        self.scalars = {s["name"]: (_ident(s["name"], taken), s["dtype"]) for s in manifest.get("scalars", [])}
+        self.values = {n: (_ident(n, taken), dt) for n, dt in G.plan_values(manifest["plan"]).items()}
+        self.taken = taken
+        self.buf_specs = {b["name"]: b for b in manifest["buffers"]}
+        self.files = G.kernel_files(manifest)
+        self.kernels = {k["name"]: k for k in manifest["kernels"]}
+        self.outputs = [o for o in manifest.get("outputs", []) if "value" in o]
+
+    @staticmethod
+    def glsl_name(kernel):
+        src = kernel.get("source") or kernel["file"]
+        return os.path.splitext(os.path.basename(src))[0] + ".glsl"
+
+    def push_size(self, kernel):
+        p = kernel.get("params") or {}
+        return int(p.get("size", 0)) if p.get("kind") == "push_constant" else 0
+
+    def shaders(self):
+        out = {}
+        for f, source, entry, k in self.files:
+            with open(os.path.join(self.dir, source), encoding="utf-8") as fh:
+                out[self.glsl_name(k)] = godot_shader(fh.read(), self.push_size(k))
+        return out
+
+    def emitter(self):
+        names = {d: (ident, "i") for d, ident in self.dims.items()}
+        names.update({s: (ident, G.VALUE_TYPE[dt]) for s, (ident, dt) in self.scalars.items()})
+        names.update({v: (ident, G.VALUE_TYPE[dt]) for v, (ident, dt) in self.values.items()})
+        return E.Emitter("gd", names)
+
+    def script(self):
+        w = _Writer()
+        m = self.m
+        w(f"## {self.program}_ember.gd: generated by Ember's em.export(target=\"spirv\", engine=\"godot\") from")
+        w(f"## the manifest of {self.program}. Runs its host plan through a RenderingDevice: one storage buffer")
+        w("## per manifest buffer (4-byte elements; bool buffers hold 0/1 words), a compute pipeline per kernel")
+        w("## file (the #[compute] shaders next to this script), a uniform set per kernel, a compute list per")
+        w("## dispatch. Re-export instead of editing.")
+        w(f"class_name {self.cls}")
+        w("extends RefCounted")
+        w()
+        w("const SHADER_DIR := \"res://ember/\"")
+        w()
+        w("## The device everything runs on; a local one (RenderingServer.create_local_rendering_device())")
+        w("## is submitted and synced around readbacks and at the end of run().")
+        w("var rd: RenderingDevice")
+        w("var local: bool")
+        for d in m.get("dims", []):
+            w(f"var {self.dims[d['name']]}: int  ## dim {d['name']}")
+        w("## Buffer RIDs and element counts by manifest buffer name.")
+        w("var buffers: Dictionary = {}")
+        w("var counts: Dictionary = {}")
+        for o in self.outputs:
+            w(f"var out{o['index']}: {_TYPES[o['dtype']]}  ## return value {o['index']} ({o['dtype']})")
+        w("var _shaders: Dictionary = {}")
+        w("var _pipelines: Dictionary = {}")
+        w("var _sets: Dictionary = {}")
+        w("var _param_buffers: Dictionary = {}")
+        w()
+        # _init
+        dim_args = ", ".join(f"{ident}_: int" for ident in self.dims.values())
+        w("## Creates the buffers for these dims and the pipelines of every kernel.")
+        w.indent(f"func _init(device: RenderingDevice{', ' if dim_args else ''}{dim_args}, is_local: bool = true) -> void:")
+        w("rd = device")
+        w("local = is_local")
+        for d in m.get("dims", []):
+            if d.get("value") is not None:
+                ident = self.dims[d["name"]]
+                w(f"assert({ident}_ == {int(d['value'])}, \"{d['name']} was fixed to {int(d['value'])} at export; "
+                  f"re-export for another size\")")
+        for ident in self.dims.values():
+            w(f"{ident} = {ident}_")
+        e = self.emitter()
+        for b in m["buffers"]:
+            w(f"_buffer(\"{b['name']}\", {e.as_int(b['count'])})")
+        for f, source, entry, k in self.files:
+            w(f"_load(\"{self.glsl_name(k)}\")")
+        for k in m["kernels"]:
+            binds = ", ".join(f"{b['binding']}: \"{b['buffer']}\"" for b in k["bindings"])
+            p = k.get("params") or {}
+            pb = int(p.get("binding", -1)) if p.get("kind") == "storage_buffer" else -1
+            psize = (int(p.get("size", 0)) + 15) // 16 * 16
+            w(f"_kernel(\"{k['name']}\", \"{self.glsl_name(k)}\", {{{binds}}}, {pb}, {psize})")
+        w.dedent()
+        w()
+        # run
+        args = ", ".join(f"{ident}: {_TYPES[dt]}" for ident, dt in self.scalars.values())
+        w("## Runs the program once: its host plan, in order (inputs read from and outputs written to `buffers`).")
+        w.indent(f"func run({args}) -> void:")
+        for v, (ident, dt) in self.values.items():
+            w(f"var {ident}: {_TYPES[dt]} = {dict(float='0.0', int='0', bool='false')[_TYPES[dt]]}")
+        for b in m["buffers"]:
+            if b.get("zero_init"):
+                w(f"_fill(\"{b['name']}\", 0, {e.as_int(b['count'])}, 0)")
+        self.steps(w, e, m["plan"])
+        for o in self.outputs:
+            w(f"out{o['index']} = {self.value_as(e, o['value'], o['dtype'])}")
+        w.indent("if local:")
+        w("rd.submit()")
+        w("rd.sync()")
+        w.dedent()
+        w.dedent()
+        w()
+        self.helpers(w)
+        return w
+
+    def value_as(self, e, text, dtype):
+        if dtype == "f32":
+            return e.as_float(text)
+        if dtype == "i32":
+            return f"_wrap_i32({e.as_int(text)})"
+        if dtype == "u32":
+            return f"({e.as_int(text)} & 0xFFFFFFFF)"
+        return e.as_bool(text)
+
+    def steps(self, w, e, steps):
+        if not steps:
+            w("pass")
+        for s in steps:
+            getattr(self, "step_" + s["op"])(w, e, s)
+
+    def step_dispatch(self, w, e, s):
+        k = self.kernels[s["kernel"]]
+        g = list(s.get("groups") or []) + ["1"] * 3
+        fields = {f["name"]: f for f in (k.get("params") or {}).get("fields", [])}
+        words = []
+        for name, value in s.get("params", {}).items():
+            f = fields.get(name, {"type": "u32", "offset": 0})
+            t = f["type"]
+            code = (e.as_float(value) if t == "f32" else f"int({e.as_bool(value)})" if t == "bool" else e.as_int(value))
+            words.append(f"[{int(f['offset'])}, {'true' if t == 'f32' else 'false'}, {code}]")
+        size = (int((k.get("params") or {}).get("size", 0)) + 15) // 16 * 16
+        w(f"_dispatch(\"{k['name']}\", \"{self.glsl_name(k)}\", {e.as_int(g[0])}, {e.as_int(g[1])}, {e.as_int(g[2])}, "
+          f"_params({size}, [{', '.join(words)}]))")
+
+    def step_loop(self, w, e, s):
+        var = s.get("var") or "i"
+        ident = _ident(var, set(self.taken))
+        inner = E.Emitter("gd", e.names)
+        inner.bind(var, ident, "i")
+        if "count" in s and "end" not in s:
+            rng = f"range({e.as_int(s['count'])})"
+        else:
+            rng = f"range({e.as_int(s.get('begin', '0'))}, {e.as_int(s['end'])}, {e.as_int(s.get('step', '1'))})"
+        w.indent(f"for {ident} in {rng}:")
+        self.steps(w, inner, s["body"])
+        w.dedent()
+
+    def step_if(self, w, e, s):
+        w.indent(f"if {e.as_bool(s['cond'])}:")
+        self.steps(w, e, s.get("then", []))
+        w.dedent()
+        if s.get("else"):
+            w.indent("else:")
+            self.steps(w, e, s["else"])
+            w.dedent()
+
+    def step_let(self, w, e, s):
+        ident, dt = self.values[s["var"]]
+        w(f"{ident} = {self.value_as(e, s['value'], dt)}")
+
+    step_set = step_let
+
+    def step_readback(self, w, e, s):
+        ident, dt = self.values[s["into"]]
+        word = f"_read_word(\"{s['buffer']}\", {e.as_int(s.get('index', '0'))})"
+        conv = {"f32": f"{word}.decode_float(0)", "i32": f"{word}.decode_s32(0)", "u32": f"{word}.decode_u32(0)",
+                "bool": f"{word}.decode_u32(0) != 0"}[s.get("dtype") or self.buf_specs[s["buffer"]]["dtype"]]
+        w(f"{ident} = {conv}")
+
+    def step_copy(self, w, e, s):
+        w(f"_copy(\"{s['src']}\", {e.as_int(s.get('src_offset', '0'))}, \"{s['dst']}\", "
+          f"{e.as_int(s.get('dst_offset', '0'))}, {e.as_int(s['count'])})")
+
+    def step_fill(self, w, e, s):
+        buf = self.buf_specs[s["buffer"]]
+        v = s["value"]
+        if isinstance(v, int) and not isinstance(v, bool):
+            word = str(v & 0xFFFFFFFF)
+        elif buf["dtype"] == "f32":
+            word = f"_f32_bits({e.as_float(v)})"
+        elif buf["dtype"] == "bool":
+            word = f"int({e.as_bool(v)})"
+        else:
+            word = f"({e.as_int(v)} & 0xFFFFFFFF)"
+        count = e.as_int(s["count"]) if "count" in s else f"counts[\"{s['buffer']}\"]"
+        w(f"_fill(\"{s['buffer']}\", {e.as_int(s.get('offset', '0'))}, {count}, {word})")
+
+    def helpers(self, w):
+        """The class's fixed methods (_GD_HELPERS), after run()."""
+        w.lines += _GD_HELPERS.rstrip("\n").split("\n")
+        return w
+
+    # --- the project
+    def main_script(self, feedback, display, scalar_defaults):
+        w = _Writer()
+        m = self.m
+        w(f"## main.gd: generated by Ember's em.export(engine=\"godot\"). Steps {self.program} every frame on a")
+        w("## local RenderingDevice (outputs fed back into the inputs they replace) and draws one buffer as")
+        w("## points. Needs the Forward+ or Mobile renderer (compute shaders).")
+        w("extends Node3D")
+        w()
+        taken = {"rd", "sim", "multimesh", "spread", "arr", "rng", "values", "p", "i", "sphere"}
+        dims = {d["name"]: _ident(d["name"].lower(), taken) for d in m.get("dims", [])}
+        for d in m.get("dims", []):
+            w(f"@export var {dims[d['name']]}: int = {int(d.get('value') or 1024)}  ## dim {d['name']}")
+        scal = {}
+        for s in m.get("scalars", []):
+            ident = _ident(s["name"].lower(), taken)
+            scal[s["name"]] = ident
+            v = scalar_defaults.get(s["name"], 0.01 if s["dtype"] == "f32" else (False if s["dtype"] == "bool" else 1))
+            lit = repr(float(v)) if s["dtype"] == "f32" else (("true" if v else "false") if s["dtype"] == "bool"
+                                                              else str(int(v)))
+            w(f"@export var {ident}: {_TYPES[s['dtype']]} = {lit}")
+        w("@export var spread: float = 2.0  ## inputs start uniform in [-spread, spread]")
+        w("var rd: RenderingDevice")
+        w(f"var sim: {self.cls}")
+        w("var multimesh: MultiMesh")
+        w()
+        w.indent("func _ready() -> void:")
+        w("rd = RenderingServer.create_local_rendering_device()")
+        w.indent("if rd == null:")
+        w("push_error(\"Ember export: no RenderingDevice (use the Forward+ or Mobile renderer)\")")
+        w("set_process(false)")
+        w("return")
+        w.dedent()
+        w(f"sim = {self.cls}.new(rd{''.join(', ' + dims[d['name']] for d in m.get('dims', []))})")
+        w("var rng := RandomNumberGenerator.new()")
+        w("rng.seed = 1")
+        first = True
+        for b in m["buffers"]:
+            if b["role"] not in ("input", "inout"):
+                continue
+            if b["dtype"] == "f32":
+                w(f"sim.set_data(\"{b['name']}\", _random_floats(rng, sim.counts[\"{b['name']}\"], "
+                  f"{'spread' if first else '0.0'}))")
+                first = False
+            else:
+                w(f"sim.set_data(\"{b['name']}\", _random_words(rng, sim.counts[\"{b['name']}\"], "
+                  f"{2 if b['dtype'] == 'bool' else 100}))")
+        spec = self.buf_specs.get(display) if display else None
+        per = 3 if spec and str(spec["shape"][-1:][0] if spec["shape"] else "") == "3" else 1
+        w("multimesh = MultiMesh.new()")
+        w("multimesh.transform_format = MultiMesh.TRANSFORM_3D")
+        w("var sphere := SphereMesh.new()")
+        w("sphere.radius = 0.03")
+        w("sphere.height = 0.06")
+        w("multimesh.mesh = sphere")
+        if display:
+            w(f"multimesh.instance_count = sim.counts[\"{display}\"] / {per}")
+        w("$Points.multimesh = multimesh")
+        w.dedent()
+        w()
+        w.indent("func _process(_delta: float) -> void:")
+        w(f"sim.run({', '.join(scal[s['name']] for s in m.get('scalars', []))})")
+        for o, i in feedback.items():
+            w(f"sim.copy(\"{o}\", \"{i}\")")
+        if display:
+            shown = feedback.get(display, display)
+            w(f"var values := sim.get_data(\"{shown}\").to_float32_array()")
+            w.indent("for i in multimesh.instance_count:")
+            if per == 3:
+                w("var p := Vector3(values[3 * i], values[3 * i + 1], values[3 * i + 2])")
+            else:
+                w("var p := Vector3(float(i) * 0.01, values[i], 0.0)")
+            w("multimesh.set_instance_transform(i, Transform3D(Basis(), p))")
+            w.dedent()
+        w.dedent()
+        w()
+        w.indent("func _exit_tree() -> void:")
+        w.indent("if sim != null:")
+        w("sim.release()")
+        w.dedent()
+        w.indent("if rd != null:")
+        w("rd.free()")
+        w.dedent()
+        w.dedent()
+        w()
+        w.indent("static func _random_floats(rng: RandomNumberGenerator, count: int, scale: float) -> PackedByteArray:")
+        w("var arr := PackedFloat32Array()")
+        w("arr.resize(count)")
+        w.indent("for i in count:")
+        w("arr[i] = rng.randf_range(-scale, scale)")
+        w.dedent()
+        w("return arr.to_byte_array()")
+        w.dedent()
+        w()
+        w.indent("static func _random_words(rng: RandomNumberGenerator, count: int, below: int) -> PackedByteArray:")
+        w("var arr := PackedInt32Array()")
+        w("arr.resize(count)")
+        w.indent("for i in count:")
+        w("arr[i] = rng.randi_range(0, below - 1)")
+        w.dedent()
+        w("return arr.to_byte_array()")
+        w.dedent()
+        return w.text()
+
+    def project(self):
+        return (f"; Generated by Ember's em.export(engine=\"godot\"): a minimal Godot 4 project stepping "
+                f"{self.program}.\n"
+                "config_version=5\n\n[application]\n\n"
+                f"config/name=\"{self.program} (Ember export)\"\n"
+                "run/main_scene=\"res://main.tscn\"\n"
+                "config/features=PackedStringArray(\"4.3\", \"Forward Plus\")\n\n"
+                "[rendering]\n\nrenderer/rendering_method=\"forward_plus\"\n")
+
+    @staticmethod
+    def scene():
+        return ("[gd_scene load_steps=2 format=3]\n\n"
+                "[ext_resource type=\"Script\" path=\"res://main.gd\" id=\"1_main\"]\n\n"
+                "[node name=\"Main\" type=\"Node3D\"]\nscript = ExtResource(\"1_main\")\n\n"
+                "[node name=\"Camera3D\" type=\"Camera3D\" parent=\".\"]\n"
+                "transform = Transform3D(1, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 8)\n\n"
+                "[node name=\"Light\" type=\"DirectionalLight3D\" parent=\".\"]\n"
+                "transform = Transform3D(1, 0, 0, 0, 0.7071, 0.7071, 0, -0.7071, 0.7071, 0, 4, 4)\n\n"
+                "[node name=\"Points\" type=\"MultiMeshInstance3D\" parent=\".\"]\n")
+
+
+def write_godot(manifest, export_dir, out_dir, *, feedback=None, display=None, scalar_defaults=None):
+    """Writes a Godot 4 project for a `spirv` export (module docstring) into out_dir; returns the
+    paths written. `feedback` ({output: input}), `display` (a buffer name) and `scalar_defaults`
+    shape main.gd as in unity.write_unity."""
+    G.check_target(manifest, "spirv", "godot")
+    gen = _GodotGen(manifest, export_dir)
+    feedback = G.default_feedback(manifest) if feedback is None else dict(feedback)
+    display = G.default_display(manifest) if display is None else display
+    files = {os.path.join("ember", name): text for name, text in gen.shaders().items()}
+    files[os.path.join("ember", f"{gen.program}_ember.gd")] = gen.script().text()
+    files["main.gd"] = gen.main_script(feedback, display, dict(scalar_defaults or {}))
+    files["main.tscn"] = gen.scene()
+    files["project.godot"] = gen.project()
+    written = []
+    for name, text in files.items():
+        path = os.path.join(out_dir, name)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+        written.append(path)
+    return written
