@@ -121,9 +121,10 @@ Node* Program::create(Op op, DType dtype, std::vector<Node*> shape, std::vector<
   n->dtype = dtype;
   n->operands = std::move(operands);
   n->id = next_id_++;
-  for (Node* o : n->operands) {
-    EMBER_INTERNAL_ASSERT(o != nullptr, "null operand for " << op_name(op));
-    o->users.push_back(n);
+  n->use_slots.resize(n->operands.size());
+  for (size_t i = 0; i < n->operands.size(); ++i) {
+    EMBER_INTERNAL_ASSERT(n->operands[i] != nullptr, "null operand for " << op_name(op));
+    add_use(n, i);
   }
   set_shape(n, std::move(shape));
   return n;
@@ -183,10 +184,39 @@ void Program::unlink(Node* n) {
   n->prev = n->next = n->parent = nullptr;
 }
 
-static void drop_use(Node* of, Node* user) {
-  auto it = std::find(of->users.begin(), of->users.end(), user);
-  EMBER_INTERNAL_ASSERT(it != of->users.end(), "use list out of sync");
-  of->users.erase(it);
+// Appends n's use of operands[i] to that operand's users, remembering the slot.
+void Program::add_use(Node* n, size_t i) {
+  Node* o = n->operands[i];
+  n->use_slots[i] = static_cast<uint32_t>(o->users.size());
+  o->users.push_back(n);
+}
+
+// Removes n's use of operands[i] from that operand's users: the list's last entry moves into the
+// hole and its owner's slot is updated (every other use of n is live, so no stale slot matches).
+void Program::drop_use(Node* n, size_t i) {
+  Node* o = n->operands[i];
+  std::vector<Node*>& list = o->users;
+  const uint32_t slot = n->use_slots[i];
+  EMBER_INTERNAL_ASSERT(slot < list.size() && list[slot] == n, "use list out of sync");
+  const uint32_t last = static_cast<uint32_t>(list.size() - 1);
+  Node* moved = list[last];
+  list[slot] = moved;
+  list.pop_back();
+  if (slot == last) return;
+  for (size_t j = 0; j < moved->operands.size(); ++j, ++node_visit_counter())
+    if (moved->operands[j] == o && moved->use_slots[j] == last && !(moved == n && j == i)) {
+      moved->use_slots[j] = slot;
+      return;
+    }
+  EMBER_INTERNAL_ASSERT(false, "use list out of sync");
+}
+
+void Program::truncate_operands(Node* n, size_t count) {
+  while (n->operands.size() > count) {
+    drop_use(n, n->operands.size() - 1);
+    n->operands.pop_back();
+    n->use_slots.pop_back();
+  }
 }
 
 
@@ -197,8 +227,7 @@ void Program::erase(Node* n) {
   EMBER_INTERNAL_ASSERT(n->dim_users.empty(), "erasing " << op_name(n->op) << " %" << n->id
                                                    << " which is still a dim of " << n->dim_users.size() << " nodes");
   unlink(n);
-  for (Node* o : n->operands) drop_use(o, n);
-  n->operands.clear();
+  truncate_operands(n, 0);
   if (!n->dead) drop_dim_uses(n);
   n->dead = true;
 }
@@ -240,16 +269,17 @@ void Program::drop_dim_uses(Node* n) {
 }
 
 void Program::set_operand(Node* n, int i, Node* v) {
-  Node*& slot = n->operands[static_cast<size_t>(i)];
-  if (slot == v) return;
-  drop_use(slot, n);
-  slot = v;
-  v->users.push_back(n);
+  const size_t k = static_cast<size_t>(i);
+  if (n->operands[k] == v) return;
+  drop_use(n, k);
+  n->operands[k] = v;
+  add_use(n, k);
 }
 
 void Program::add_operand(Node* n, Node* v) {
   n->operands.push_back(v);
-  v->users.push_back(n);
+  n->use_slots.push_back(0);
+  add_use(n, n->operands.size() - 1);
 }
 
 void Program::replace_all_uses(Node* old_value, Node* new_value) {

@@ -141,8 +141,13 @@ struct Node : NodeAttrs {
   Op op;
   DType dtype = DType::none;
   DimList shape;                // dimension nodes (scalar i32, host level); [] is a scalar
-  std::vector<Node*> operands;
-  std::vector<Node*> users;     // one entry per use (a node using x twice appears twice)
+  std::vector<Node*> operands;  // changed only through Program (keeps users and use_slots in sync)
+  // One entry per use (a node using x twice appears twice), in no particular order.
+  std::vector<Node*> users;
+  // use_slots[i]: where this node's entry for operands[i] sits in operands[i]->users, so dropping
+  // a use is O(1), not O(uses of the operand) (a constant such as 0.1f has one per step of an
+  // unrolled simulation: scanning made erasing quadratic in program size).
+  std::vector<uint32_t> use_slots;
   // Nodes whose shape lists this node as a dimension, one entry per occurrence, in no particular
   // order. Kept apart from `users` so passes that walk users see only operand uses.
   std::vector<Node*> dim_users;
@@ -212,6 +217,8 @@ class Program {
   void erase(Node* n);
   void set_operand(Node* n, int i, Node* v);
   void add_operand(Node* n, Node* v);
+  // Drops n's operands from position `count` on.
+  void truncate_operands(Node* n, size_t count);
   // The only way to change a node's shape (keeps dim_users in sync).
   void set_shape(Node* n, std::vector<Node*> shape);
   // Rewrites every operand use and every shape reference of old_value to new_value.
@@ -237,6 +244,8 @@ class Program {
 
  private:
   void drop_dim_uses(Node* n);
+  void add_use(Node* n, size_t i);
+  void drop_use(Node* n, size_t i);
   // Gives the children of `scope` evenly spaced `order` labels (when an insertion finds no gap).
   static void relabel(Node* scope);
   std::vector<std::unique_ptr<Node>> arena_;

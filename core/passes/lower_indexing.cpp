@@ -61,12 +61,7 @@ bool lower_indexing(Program& p) {
     if (!flat) flat = b.i32(0);
     std::vector<Node*> ops(n->operands.begin(), n->operands.begin() + first);
     ops.push_back(flat);
-    for (int i = static_cast<int>(n->operands.size()) - 1; i >= first; --i) {
-      Node* o = n->operands[static_cast<size_t>(i)];
-      n->operands.pop_back();
-      auto it = std::find(o->users.begin(), o->users.end(), n);
-      o->users.erase(it);
-    }
+    p.truncate_operands(n, static_cast<size_t>(first));
     p.add_operand(n, flat);
     n->flat = true;
     n->mode = IndexMode::unsafe;

@@ -96,5 +96,29 @@ TEST(CompileScaling, EveryPassVisitsGrowLinearly) {
   }
 }
 
+// Erasing the users of a widely shared value costs O(1) each (use slots), not a scan of its use
+// list: node visits (drop_use counts the operands it looks at) grow linearly with the users.
+uint64_t erase_users_visits(int users) {
+  Program p;
+  Node* c = p.create(Op::constant, DType::f32);
+  p.append(p.root(), c);
+  std::vector<Node*> adds;
+  for (int k = 0; k < users; ++k) {
+    Node* a = p.create(Op::add, DType::f32, {}, {c, c});
+    p.append(p.root(), a);
+    adds.push_back(a);
+  }
+  const uint64_t v0 = node_visit_counter();
+  for (Node* a : adds) p.erase(a);  // from the front: the old scan found each at its far end
+  EXPECT_TRUE(c->users.empty());
+  return node_visit_counter() - v0;
+}
+
+TEST(CompileScaling, ErasingUsersOfASharedValueIsLinear) {
+  const uint64_t small = erase_users_visits(2000), large = erase_users_visits(8000);
+  EXPECT_LE(large, 4 * small + 16) << small << " vs " << large;
+  EXPECT_LE(large, 4u * 8000u) << "more than two operand checks per dropped use";
+}
+
 }  // namespace
 }  // namespace ember
