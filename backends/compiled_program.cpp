@@ -213,6 +213,12 @@ bool host_plan_enabled() {
 CompiledProgram::~CompiledProgram() = default;
 
 void CompiledProgram::prepare_host() {
+  const auto t0 = std::chrono::steady_clock::now();
+  struct Timer {
+    std::chrono::steady_clock::time_point t0;
+    double& ms;
+    ~Timer() { ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count(); }
+  } timer{t0, stats_.host_plan_ms};
   plan_.reset();
   stats_.host = "interpreter";
   if (!host_plan_enabled()) {

@@ -40,6 +40,7 @@ struct ProgramStats {
   // EMBER_HOST_PLAN=0, an autodiff tape, or a host step the plan cannot express).
   std::string host = "interpreter";
   std::string host_reason;
+  double host_plan_ms = 0;  // building and preparing the plan (or finding that it cannot run)
 };
 
 // Whether the program cache is on: off with EMBER_PROGRAM_CACHE=0 (or off/false), in the tests'

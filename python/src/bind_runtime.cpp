@@ -134,6 +134,7 @@ py::dict stats_dict(const ProgramStats& s) {
   d["traced_digest"] = s.traced_digest;
   d["host"] = s.host;
   d["host_reason"] = s.host_reason;
+  d["host_plan_ms"] = s.host_plan_ms;
   return d;
 }
 
