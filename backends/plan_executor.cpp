@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <exception>
 #include <functional>
 #include <map>
 #include <unordered_map>
@@ -295,6 +296,10 @@ struct Frame {
   std::vector<int64_t> slots;
   std::vector<HostTensor> buffers;
   std::vector<std::vector<int64_t>> shapes;
+  // Per buffer, the ShapeError of a size that failed when the plan started (empty: none failed).
+  // It is raised where the buffer is first used: the interpreter allocates a buffer where its
+  // node runs, so one in a branch not taken never fails.
+  std::vector<std::exception_ptr> bad;
   std::vector<HostTensor*> memories;
   std::vector<uint32_t> params;
   std::vector<int64_t> dims;
@@ -310,6 +315,12 @@ void eval_shape(const std::vector<PlanValue>& exprs, const Node* n, Frame& f, st
   if (!out.empty() && elements_capped(out) > kMaxTensorElements) throw_too_large(n, n->shape, out);
 }
 
+HostTensor& buffer(Frame& f, int i) {
+  const size_t u = static_cast<size_t>(i);
+  if (!f.bad.empty() && f.bad[u]) std::rethrow_exception(f.bad[u]);
+  return f.buffers[u];
+}
+
 void exec(const std::vector<XStep>& steps, Frame& f) {
   int64_t* s = f.slots.data();
   for (const XStep& x : steps) {
@@ -317,7 +328,7 @@ void exec(const std::vector<XStep>& steps, Frame& f) {
       case PlanStep::Kind::dispatch: {
         eval_shape(x.dims, x.kernel, f, f.dims);
         f.memories.clear();
-        for (int m : x.memories) f.memories.push_back(&f.buffers[static_cast<size_t>(m)]);
+        for (int m : x.memories) f.memories.push_back(&buffer(f, m));
         f.params.clear();
         for (const PlanValue& v : x.params) f.params.push_back(v.word(s));
         f.runner.run_kernel(x.kernel, f.memories, f.params, f.dims);
@@ -340,8 +351,8 @@ void exec(const std::vector<XStep>& steps, Frame& f) {
         s[x.slot] = x.node.code.empty() ? plan_slot_value(x.a.eval(s), x.dtype) : plan_word_value(x.node.eval(s), x.dtype);
         break;
       case PlanStep::Kind::copy: {
-        HostTensor& dst = f.buffers[static_cast<size_t>(x.buffer)];
-        HostTensor& src = f.buffers[static_cast<size_t>(x.src)];
+        HostTensor& dst = buffer(f, x.buffer);
+        HostTensor& src = buffer(f, x.src);
         const int64_t count = x.a.eval(s);
         EMBER_INTERNAL_ASSERT(count >= 0 && count <= dst.size() && count <= src.size(),
                               "a host plan copy of " << count << " words between buffers of " << src.size() << " and "
@@ -355,7 +366,7 @@ void exec(const std::vector<XStep>& steps, Frame& f) {
         break;
       }
       case PlanStep::Kind::fill: {
-        HostTensor& b = f.buffers[static_cast<size_t>(x.buffer)];
+        HostTensor& b = buffer(f, x.buffer);
         const int64_t count = x.a.eval(s);
         EMBER_INTERNAL_ASSERT(count >= 0 && count <= b.size(), "a host plan fill of " << count << " words of " << b.size());
         if (x.word == 0 && count == b.size()) {
@@ -369,7 +380,7 @@ void exec(const std::vector<XStep>& steps, Frame& f) {
       }
       case PlanStep::Kind::readback: {
         f.runner.synchronize();
-        const HostTensor& b = f.buffers[static_cast<size_t>(x.buffer)];
+        const HostTensor& b = buffer(f, x.buffer);
         const int64_t i = x.a.eval(s);
         EMBER_INTERNAL_ASSERT(i >= 0 && i < b.size(), "a host plan readback of element " << i << " of " << b.size());
         s[x.slot] = plan_word_value(b.data[i], x.dtype);
@@ -400,7 +411,7 @@ std::vector<HostTensor> PlanExecutor::run(const std::vector<ArgValue>& args, Ker
       for (int64_t d : st.dims) dims.push_back(d >= 0 ? d : dim_values.at(static_cast<size_t>(-1 - d)));
       if (elements_capped(dims) > kMaxTensorElements) throw_too_large(st.node, st.node->shape, dims);
     }
-    Frame f{runner, std::vector<int64_t>(static_cast<size_t>(m.symbols.size()), 0), {}, {}, {}, {}, {}};
+    Frame f{runner, std::vector<int64_t>(static_cast<size_t>(m.symbols.size()), 0), {}, {}, {}, {}, {}, {}};
     for (const auto& [slot, at] : m.dims)
       f.slots[static_cast<size_t>(slot)] = args[static_cast<size_t>(at.first)].tensor.shape[static_cast<size_t>(at.second)];
     for (const auto& [slot, arg] : m.scalars)
@@ -414,14 +425,20 @@ std::vector<HostTensor> PlanExecutor::run(const std::vector<ArgValue>& args, Ker
         f.buffers[i] = runner.bind_input(b.node, args[static_cast<size_t>(b.arg)].tensor);
         continue;
       }
-      eval_shape(b.shape, b.node, f, f.shapes[i]);
+      try {
+        eval_shape(b.shape, b.node, f, f.shapes[i]);
+      } catch (const ShapeError&) {
+        f.bad.resize(m.buffers.size());
+        f.bad[i] = std::current_exception();
+        continue;
+      }
       f.buffers[i] = runner.allocate(b.dtype, f.shapes[i]);  // zero-filled
     }
     exec(m.steps, f);
     std::vector<HostTensor> out(m.outputs.size());
     for (size_t i = 0; i < out.size(); ++i) {
       const XOutput& o = m.outputs[i];
-      out[i] = o.buffer >= 0 ? f.buffers[static_cast<size_t>(o.buffer)] : HostTensor::scalar(o.dtype, o.value.word(f.slots.data()));
+      out[i] = o.buffer >= 0 ? buffer(f, o.buffer) : HostTensor::scalar(o.dtype, o.value.word(f.slots.data()));
     }
     runner.end_run(true);
     return out;

@@ -152,3 +152,38 @@ def test_host_break_uses_the_interpreter():
     np.testing.assert_array_equal(np.asarray(prog(X, 3)), X * 8)
     assert prog.stats["host"] == "interpreter"
     assert "break" in prog.stats["host_reason"]
+
+
+def test_size_errors_as_the_interpreter():
+    """A size over the tensor limit, known from the arguments, is the interpreter's ShapeError."""
+    def f(X: em.f32["N"]):  # noqa: F821
+        n = X.shape[0]
+        return em.zeros((n, n), em.f32) + X[None, :]
+
+    msgs, hosts = [], []
+    for plan in (True, False):
+        prog = compile_with(f, plan)
+        with pytest.raises(em.ShapeError) as e:
+            prog(np.ones(50000, np.float32))
+        msgs.append(str(e.value))
+        hosts.append(prog.stats["host"])
+    assert hosts == ["plan", "interpreter"], prog.stats["host_reason"]
+    assert msgs[0] == msgs[1] and "2147483647" in msgs[0]
+
+
+def test_allocation_in_a_branch_not_taken(backend):
+    """A buffer sized by a scalar, allocated only in a branch: a negative size fails only when the
+    branch runs, as in the interpreter."""
+    def f(X: em.f32["N"], k: em.i32):  # noqa: F821
+        Y = em.var(X * 1.0)
+        with em.if_(k > 0):
+            Z = em.zeros((k,), em.f32) + 2.0
+            Y.val = Y.val + em.sum(Z)
+        return Y.val
+
+    planned, interpreted = compile_with(f, True), compile_with(f, False)
+    X = np.arange(6, dtype=np.float32)
+    for k in (3, -2):
+        np.testing.assert_array_equal(np.asarray(planned(X, k)), np.asarray(interpreted(X, k)))
+    np.testing.assert_array_equal(np.asarray(planned(X, 3)), X + 6)
+    assert planned.stats["host"] == "plan", planned.stats["host_reason"]
