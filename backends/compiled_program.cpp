@@ -1,5 +1,6 @@
 // CompiledProgram: a traced program taken through the pipeline and compiled for one backend;
-// calls run the host plan in the interpreter, dispatching kernels through the backend. The
+// calls run its host plan (backends/plan_executor.h), or interpret the host level where the plan
+// cannot express it, dispatching kernels through the backend. The
 // lowered program is kept in the program cache (disk entries `<key>.prog`), so a later process
 // compiling the same program skips the pipeline.
 #include <dlfcn.h>
@@ -12,6 +13,7 @@
 #include <cstring>
 
 #include "backends/compile_cache.h"
+#include "backends/plan_executor.h"
 #include "codegen/c_printer.h"
 #include "core/ir/printer.h"
 #include "core/ir/serialize.h"
@@ -187,9 +189,66 @@ void CompiledProgram::compile_kernels() {
   stats_.compiled_kernels = info.compiled_kernels;
   stats_.translation_units = info.translation_units;
   stats_.cache_key = info.cache_key;
+  prepare_host();
+}
+
+namespace {
+
+// The API whose kernel interface the backend binds (the plan's ABI; the executor passes only the
+// kernels' own params, the backend adds its header words).
+KernelApi backend_api(const std::string& backend) {
+  if (backend == "vulkan") return KernelApi::vulkan_glsl;
+  if (backend == "vulkan-hlsl") return KernelApi::vulkan_hlsl;
+  if (backend == "opengl") return KernelApi::opengl;
+  return KernelApi::cpp;
+}
+
+bool host_plan_enabled() {
+  const char* e = std::getenv("EMBER_HOST_PLAN");
+  return !(e && (std::strcmp(e, "0") == 0 || strcasecmp(e, "off") == 0 || strcasecmp(e, "false") == 0));
+}
+
+}  // namespace
+
+CompiledProgram::~CompiledProgram() = default;
+
+void CompiledProgram::prepare_host() {
+  const auto t0 = std::chrono::steady_clock::now();
+  struct Timer {
+    std::chrono::steady_clock::time_point t0;
+    double& ms;
+    ~Timer() { ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count(); }
+  } timer{t0, stats_.host_plan_ms};
+  plan_.reset();
+  stats_.host = "interpreter";
+  if (!host_plan_enabled()) {
+    stats_.host_reason = "EMBER_HOST_PLAN=0";
+    return;
+  }
+  bool tape = false;
+  prog_->for_each([&](Node* n) { tape |= n->op == Op::buffer && n->name == "tape"; });
+  if (tape) {
+    stats_.host_reason = "an autodiff tape (the interpreter counts its bytes for stats.tape_bytes)";
+    return;
+  }
+  if (!runner_) {
+    stats_.host_reason = "the backend gave no kernel runner";
+    return;
+  }
+  try {
+    plan_ = std::make_unique<PlanExecutor>(*prog_, build_runtime_plan(*prog_, backend_api(backend_name_)));
+    stats_.host = "plan";
+    stats_.host_reason.clear();
+  } catch (const CompileError& e) {
+    stats_.host_reason = first_line(e.what());
+  }
 }
 
 std::vector<HostTensor> CompiledProgram::run(const std::vector<ArgValue>& args) {
+  if (plan_) {
+    stats_.tape_bytes = 0;  // programs with a tape are interpreted
+    return plan_->run(args, *runner_);
+  }
   RunStats rs;
   std::vector<HostTensor> out = interpret(*prog_, args, runner_.get(), &rs);
   stats_.tape_bytes = rs.tape_bytes;

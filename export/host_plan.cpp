@@ -54,10 +54,11 @@ bool constant_text(const std::string& e) { return !e.empty() && e.find_first_not
 class PlanBuilder {
  public:
   PlanBuilder(const Program& p, KernelApi api, const std::vector<std::pair<std::string, int64_t>>& fixed,
-              const Program* traced)
-      : p_(p), traced_(traced), x_(p.name), fixed_(fixed) {
+              const Program* traced, bool runtime)
+      : p_(p), traced_(traced), x_(p.name), fixed_(fixed), runtime_(runtime) {
     plan_.program = p.name;
     plan_.api = api;
+    if (runtime) x_.allow_host_values();
   }
 
   HostPlan run() {
@@ -65,6 +66,7 @@ class PlanBuilder {
     for (size_t i = 0; i < classes.kernels.size(); ++i)
       class_first_[classes.kernels[i]] = classes.representative(static_cast<size_t>(classes.class_of[i]));
     arguments();
+    flush(plan_.steps, 0);
     name_outputs(p_.root());
     steps(p_.root()->first_child, plan_.steps, 0);
     std::sort(plan_.outputs.begin(), plan_.outputs.end(), [](const PlanOutput& a, const PlanOutput& b) { return a.index < b.index; });
@@ -154,7 +156,34 @@ class PlanBuilder {
   }
 
   void steps(const Node* first, std::vector<PlanStep>& out, int depth) {
-    for (const Node* n = first; n; n = n->next) step(n, out, depth);
+    for (const Node* n = first; n; n = n->next) {
+      const size_t at = out.size();
+      step(n, out, depth);
+      flush(out, at);
+    }
+  }
+
+  // Runtime plans: the host values the expressions just built need, as `let`s at `at` (or in the
+  // prologue when the dims and scalars alone give them).
+  void flush(std::vector<PlanStep>& out, size_t at) {
+    std::vector<PlanStep> lets;
+    for (HostValue& v : x_.take_host_values()) {
+      PlanStep s;
+      s.kind = PlanStep::Kind::let;
+      s.var = v.name;
+      s.value = v.name;
+      s.dtype = v.node->dtype;
+      s.node = v.node;
+      s.leaves = std::move(v.leaves);
+      (v.at_start ? plan_.prologue : lets).push_back(std::move(s));
+    }
+    out.insert(out.begin() + static_cast<std::ptrdiff_t>(at), std::make_move_iterator(lets.begin()),
+               std::make_move_iterator(lets.end()));
+  }
+
+  // A let's value: f32 values of a runtime plan are names, literals or host values.
+  std::string let_value(const Node* v, const char* what) {
+    return runtime_ && v->dtype == DType::f32 ? x_.value(v, what) : x_.expr(v, what);
   }
 
   void step(const Node* n, std::vector<PlanStep>& out, int depth) {
@@ -183,6 +212,7 @@ class PlanBuilder {
         s.begin = x_.expr(n->operand(0), "a host loop's start");
         s.end = x_.expr(n->operand(1), "a host loop's end");
         s.step = x_.expr(n->operand(2), "a host loop's step");
+        flush(out, out.size());
         x_.name(n, s.var, false);
         steps(n->first_child, s.body, depth + 1);
         out.push_back(std::move(s));
@@ -192,6 +222,7 @@ class PlanBuilder {
         if (!n->shape.empty()) fail(n, "is a device branch outside a kernel");
         s.kind = PlanStep::Kind::if_;
         s.cond = x_.expr(n->operand(0), "a host branch's condition");
+        flush(out, out.size());
         steps(n->first_child, s.body, depth + 1);
         if (n->next && n->next->op == Op::else_) steps(n->next->first_child, s.else_body, depth + 1);
         out.push_back(std::move(s));
@@ -204,7 +235,7 @@ class PlanBuilder {
         if (n->op == Op::var) x_.name(n, "v" + std::to_string(vars_++), false);
         s.var = *x_.name_of(var);
         s.dtype = var->dtype;
-        s.value = x_.expr(n->operand(n->op == Op::var ? 0 : 1), "a host variable");
+        s.value = let_value(n->operand(n->op == Op::var ? 0 : 1), "a host variable");
         out.push_back(std::move(s));
         return;
       }
@@ -244,11 +275,11 @@ class PlanBuilder {
       // Pure host math is inlined where it is used; a value of a host variable is taken here.
       bool reads_var = false;
       for (int k = 0; k < n->num_operands(); ++k) reads_var |= n->operand(k)->op == Op::var;
-      if (!reads_var || n->dtype == DType::f32) return;
+      if (!reads_var || (n->dtype == DType::f32 && !runtime_)) return;
       s.kind = PlanStep::Kind::let;
       s.var = "h" + std::to_string(lets_++);
       s.dtype = n->dtype;
-      s.value = x_.expr(n, "a host value");
+      s.value = let_value(n, "a host value");
       x_.name(n, s.var, false);
       out.push_back(std::move(s));
       return;
@@ -288,6 +319,7 @@ class PlanBuilder {
     int64_t group_threads = 1;
     for (size_t a = 0; a < k->shape.size(); ++a) {
       std::string d = x_.expr(k->shape[a], "a kernel's thread count");
+      s.shape.push_back(d);
       if (grouped) {
         const int g = k->group[a];
         group_threads *= g;
@@ -332,13 +364,16 @@ class PlanBuilder {
   std::unordered_map<const Node*, std::string> output_names_;
   std::unordered_map<const Node*, const Node*> class_first_;
   int temps_ = 0, loops_ = 0, vars_ = 0, lets_ = 0, readbacks_ = 0;
+  bool runtime_ = false;
 };
 
 }  // namespace
 
 HostPlan build_host_plan(const Program& p, KernelApi api, const std::vector<std::pair<std::string, int64_t>>& fixed,
                          const Program* traced) {
-  return PlanBuilder(p, api, fixed, traced).run();
+  return PlanBuilder(p, api, fixed, traced, false).run();
 }
+
+HostPlan build_runtime_plan(const Program& p, KernelApi api) { return PlanBuilder(p, api, {}, nullptr, true).run(); }
 
 }  // namespace ember

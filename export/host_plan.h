@@ -67,6 +67,7 @@ struct PlanStep {
   Kind kind = Kind::dispatch;
   size_t kernel = 0;                                         // dispatch: index into HostPlan::kernels
   std::string threads;                                       // dispatch
+  std::vector<std::string> shape;  // dispatch: the kernel's index space per axis (the runtime's dims; not in the manifest)
   std::vector<std::string> groups;                           // dispatch (GPU APIs)
   std::vector<std::pair<std::string, std::string>> params;   // dispatch: field -> value
   std::string var, begin, end, step;                         // loop; let (var)
@@ -76,6 +77,10 @@ struct PlanStep {
   std::string buffer, src, dst, count, index, into;          // fill (buffer, count), copy, readback
   int64_t fill_word = 0;                                     // fill
   std::vector<PlanStep> body, else_body;                     // loop and if (then/else)
+  // let, runtime plans only (build_runtime_plan; no manifest form): `value` is this IR node,
+  // computed as the interpreter computes host scalars from the named values in `leaves`.
+  const Node* node = nullptr;
+  std::vector<std::pair<const Node*, std::string>> leaves;
 };
 
 struct HostPlan {
@@ -88,6 +93,9 @@ struct HostPlan {
   std::vector<PlanOutput> outputs;
   std::vector<PlanKernel> kernels;
   std::vector<PlanStep> steps;
+  // Runtime plans only: `let`s of IR values known from the dims and scalars alone, computed
+  // before the buffers are allocated (their sizes may need them).
+  std::vector<PlanStep> prologue;
 };
 
 // The plan of `p` (lowered through split_host) for kernels printed and bound for `api`.
@@ -97,5 +105,10 @@ struct HostPlan {
 // cannot express.
 HostPlan build_host_plan(const Program& p, KernelApi api, const std::vector<std::pair<std::string, int64_t>>& fixed = {},
                          const Program* traced = nullptr);
+
+// The plan Ember's runtime runs (backends/plan_executor.h): build_host_plan's plan, where host
+// scalar math outside the manifest's grammar (float math, bit operations) is a `let` of the IR
+// value (PlanStep::node) instead of a CompileError. Other unexpressible steps still throw.
+HostPlan build_runtime_plan(const Program& p, KernelApi api);
 
 }  // namespace ember

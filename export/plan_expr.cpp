@@ -1,5 +1,6 @@
 #include "export/plan_expr.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <sstream>
@@ -44,7 +45,46 @@ std::string PlanExprs::value(const Node* n, const char* what) {
   if (n->dtype != DType::f32) return expr(n, what);
   if (auto it = names_.find(n); it != names_.end()) return it->second.name;
   if (n->op == Op::constant) return float_literal(n->f());
+  if (const E* e = host_value(n)) return e->text;
   fail(n, what, "float math on the host");
+}
+
+std::vector<HostValue> PlanExprs::take_host_values() {
+  for (const HostValue& v : pending_) {
+    auto it = names_.find(v.node);
+    if (!v.at_start && it != names_.end() && it->second.name == v.name) names_.erase(it);  // not renamed since
+  }
+  return std::move(pending_);
+}
+
+const PlanExprs::E* PlanExprs::host_value(const Node* n) {
+  if (!host_values_ || !n->shape.empty() || !(op_info(n->op).flags & F_ELEMENTWISE)) return nullptr;
+  HostValue v;
+  v.node = n;
+  v.at_start = true;
+  // The operands down to named values and constants: all host scalar math.
+  std::vector<const Node*> todo{n}, seen;
+  while (!todo.empty()) {
+    const Node* x = todo.back();
+    todo.pop_back();
+    if (std::find(seen.begin(), seen.end(), x) != seen.end()) continue;
+    seen.push_back(x);
+    if (x != n) {
+      if (auto it = names_.find(x); it != names_.end()) {
+        v.leaves.emplace_back(x, it->second.name);
+        v.at_start &= it->second.at_start;
+        continue;
+      }
+      if (x->op == Op::constant) continue;
+    }
+    if (!x->shape.empty() || !(op_info(x->op).flags & F_ELEMENTWISE)) return nullptr;
+    for (int k = 0; k < x->num_operands(); ++k) todo.push_back(x->operand(k));
+  }
+  v.name = "x" + std::to_string(host_value_count_++);
+  names_[n] = {v.name, v.at_start};
+  host_e_ = {v.name, 100, !v.at_start};
+  pending_.push_back(std::move(v));
+  return &host_e_;
 }
 
 namespace {
@@ -67,10 +107,13 @@ PlanExprs::E PlanExprs::build(const Node* n, const char* what) {
     fail(n, what, "an f32 constant in integer math");
   }
   if (!n->shape.empty()) fail(n, what, "a tensor, not a host scalar");
-  if (!integral(n->dtype)) fail(n, what, "float math on the host");
   const int na = n->num_operands();
-  for (int k = 0; k < na; ++k)
-    if (!integral(n->operand(k)->dtype)) fail(n, what, "float math on the host");
+  bool in_grammar = integral(n->dtype);
+  for (int k = 0; k < na; ++k) in_grammar &= integral(n->operand(k)->dtype);
+  if (!in_grammar) {
+    if (const E* e = host_value(n)) return *e;
+    fail(n, what, "float math on the host");
+  }
   auto paren = [](const E& e, int prec) { return e.prec < prec ? "(" + e.text + ")" : e.text; };
   auto arg = [&](int k) { return build(n->operand(k), what); };
   auto binary = [&](const char* op, int prec) {
@@ -122,6 +165,7 @@ PlanExprs::E PlanExprs::build(const Node* n, const char* what) {
     }
     default: break;
   }
+  if (const E* e = host_value(n)) return *e;
   fail(n, what, "an op outside the grammar");
 }
 

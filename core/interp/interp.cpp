@@ -135,12 +135,7 @@ void Machine::check_static_sizes(const std::vector<const Node*>& order) const {
 }
 
 void Machine::too_large(const Node* n, const Shape& s, const std::vector<int64_t>& dims) const {
-  long double total = 1;
-  for (int64_t d : dims) total *= static_cast<long double>(d);
-  EMBER_USER_ERROR(ShapeError, n->loc, (n->op == Op::buffer ? "an allocation" : n->op == Op::kernel ? "a kernel" : "a value")
-                                           << " of shape " << shape_str(s) << " = " << tuple_str(dims) << " has "
-                                           << static_cast<unsigned long long>(total)
-                                           << " elements; a tensor holds at most 2147483647 (2^31 - 1)");
+  throw_too_large(n, s, dims);
 }
 
 void Machine::require_known(const Node* user, const Node* n) const {
@@ -195,7 +190,7 @@ void Machine::eval_dims(const Shape& s, std::vector<int64_t>& out) {
     }
     if (v < 0) {
       EMBER_INTERNAL_ASSERT(d->op != Op::shape_arg, "symbolic dimension '" << d->name << "' was never bound");
-      EMBER_USER_ERROR(ShapeError, d->loc, "dimension " << shape_str({const_cast<Node*>(d)}) << " is negative (" << v << ")");
+      throw_negative_dim(d, v);
     }
     out[k] = v;
   }
@@ -544,6 +539,19 @@ void Machine::host_output(const Node* n) {
 }
 
 }  // namespace interp_detail
+
+void throw_too_large(const Node* n, const std::vector<Node*>& s, const std::vector<int64_t>& dims) {
+  long double total = 1;
+  for (int64_t d : dims) total *= static_cast<long double>(d);
+  EMBER_USER_ERROR(ShapeError, n->loc, (n->op == Op::buffer ? "an allocation" : n->op == Op::kernel ? "a kernel" : "a value")
+                                           << " of shape " << shape_str(s) << " = " << interp_detail::tuple_str(dims)
+                                           << " has " << static_cast<unsigned long long>(total)
+                                           << " elements; a tensor holds at most 2147483647 (2^31 - 1)");
+}
+
+void throw_negative_dim(const Node* d, int64_t v) {
+  EMBER_USER_ERROR(ShapeError, d->loc, "dimension " << shape_str({const_cast<Node*>(d)}) << " is negative (" << v << ")");
+}
 
 std::vector<HostTensor> interpret(const Program& p, const std::vector<ArgValue>& args, KernelRunner* runner,
                                   RunStats* stats) {

@@ -74,6 +74,12 @@ struct RunStats {
   int64_t tape_bytes = 0;  // autodiff tapes (buffers named "tape") allocated by the run
 };
 
+// The ShapeErrors of a size evaluated at run time, shared by the interpreter and the runtime's
+// plan executor so both report it alike: `n` of shape `s` = `dims` has too many elements; the
+// dimension `d` evaluated to the negative `v`.
+[[noreturn]] void throw_too_large(const Node* n, const std::vector<Node*>& s, const std::vector<int64_t>& dims);
+[[noreturn]] void throw_negative_dim(const Node* d, int64_t v);
+
 // Runs `p` with the arguments; returns one tensor per output slot (scalars as 0-d tensors).
 std::vector<HostTensor> interpret(const Program& p, const std::vector<ArgValue>& args,
                                   KernelRunner* runner = nullptr, RunStats* stats = nullptr);

@@ -35,6 +35,12 @@ struct ProgramStats {
   // The traced program's share of the program cache key (its text and unprinted attributes),
   // empty when the program cache is off; the Python trace cache keeps it per function.
   std::string traced_digest;
+  // How calls run the host level: "plan" (the HostPlan em.export writes, run by
+  // backends/plan_executor.h) or "interpreter" (the host IR interpreted; `host_reason` says why:
+  // EMBER_HOST_PLAN=0, an autodiff tape, or a host step the plan cannot express).
+  std::string host = "interpreter";
+  std::string host_reason;
+  double host_plan_ms = 0;  // building and preparing the plan (or finding that it cannot run)
 };
 
 // Whether the program cache is on: off with EMBER_PROGRAM_CACHE=0 (or off/false), in the tests'
@@ -49,6 +55,8 @@ const std::string& build_id();
 // is kept in the disk cache (the program cache, `<key>.prog`, keyed by the traced text, its
 // unprinted attributes, the backend, its pipeline options and this Ember build): a later process
 // compiling the same program loads it instead of running the pipeline.
+class PlanExecutor;
+
 class CompiledProgram {
  public:
   // `traced_text`: print_program(*traced) when the caller has it already (the Python front end
@@ -58,6 +66,7 @@ class CompiledProgram {
   // loaded from the program cache and compiled without tracing; null when the program cache is
   // off or has no good entry. Its ir() keeps only the "final" stage.
   static std::unique_ptr<CompiledProgram> from_program_cache(const std::string& digest, const std::string& backend);
+  ~CompiledProgram();
   // Runs the program: arguments by position; one tensor per return value.
   std::vector<HostTensor> run(const std::vector<ArgValue>& args);
   int kernel_count() const { return stats_.kernels; }
@@ -76,12 +85,14 @@ class CompiledProgram {
   CompiledProgram() = default;
   void init_backend(const std::string& backend);  // backend_, backend_name_ and the pipeline options
   void compile_kernels();                          // prog_'s kernels through the backend, into stats_
+  void prepare_host();                             // plan_ when the host plan can run prog_, else why not
 
   std::unique_ptr<Program> prog_;
   std::unique_ptr<Program> traced_;  // as traced (a copy when prog_ was lowered from it), for ir(stage)
   PipelineOptions options_;
   std::unique_ptr<Backend> backend_;
   std::unique_ptr<KernelRunner> runner_;
+  std::unique_ptr<PlanExecutor> plan_;  // null: run() interprets the host level
   mutable std::map<std::string, std::string> stages_;  // filled by the first ir(stage)
   ProgramStats stats_;
   std::string backend_name_;

@@ -414,7 +414,10 @@ class Program:
         (compiler runs: cpu translation units compiled concurrently, or GPU shaders), cache_hit
         (True when nothing was compiled), buffers, cache_key, tape_bytes (autodiff tape of the
         last call), program_cache_hit, program_cache_key, traced_digest, trace_ms (tracing the Python
-        function; 0 when the trace cache had it) and trace_cache_hit.
+        function; 0 when the trace cache had it), trace_cache_hit, host ("plan": calls run the host
+        plan em.export writes; "interpreter": the host IR is interpreted) and host_reason (why the
+        interpreter: EMBER_HOST_PLAN=0, an autodiff tape, or a host step the plan cannot express)
+        and host_plan_ms (building the plan when compiling).
 
         The program cache keeps each lowered program on disk ($EMBER_CACHE_DIR, `<program_cache_key>.prog`),
         keyed by the traced IR, its source lines, the backend and this Ember build. When a process
