@@ -147,7 +147,6 @@ const char* program_source_name(ProgramSource s);
 struct KernelLayout {
   KernelAbi abi;                  // bindings and the uniform block (backends/kernel_abi.h, shared with em.export)
   size_t spill_from = 0;          // == kernel->memories.size() when nothing spills
-  bool float_atomic_add = false;  // GL_NV_shader_atomic_float (when two views of every memory fit)
 };
 // Throws BackendError when the kernel takes more params than a uniform block holds.
 KernelLayout kernel_layout(const Node* kernel);

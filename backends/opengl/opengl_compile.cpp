@@ -180,7 +180,6 @@ KernelLayout kernel_layout(const Node* kernel) {
   AbiLimits limits;
   limits.float_atomic_add = c.float_atomic_add && 2 * memories <= limit && !env_on("EMBER_OPENGL_NO_FLOAT_ATOMICS");
   l.abi = kernel_abi(kernel, KernelApi::opengl, limits);
-  l.float_atomic_add = l.abi.float_atomic_add;
   // The arena's word offsets follow the params in the uniform block.
   const size_t param_bytes = l.abi.params.fields.size() * 4 + spilled * 4;
   if (param_bytes > static_cast<size_t>(c.max_uniform_block_bytes))

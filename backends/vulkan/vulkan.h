@@ -115,8 +115,8 @@ const char* language_name(Language l);
 // The layout itself comes from backends/kernel_abi.h (shared with em.export).
 struct KernelLayout {
   KernelAbi abi;
-  bool params_in_buffer = false;  // more params than push constants hold (abi.params in a storage buffer)
-  bool float_atomic_add = false;  // GLSL with native float atomic add
+  // More params than push constants hold: abi.params lives in a storage buffer.
+  bool params_in_buffer() const { return abi.params.kind == ParamBlockKind::storage_buffer; }
 };
 KernelLayout kernel_layout(const Node* kernel, Language lang);
 const Dialect& kernel_dialect(Language lang, const KernelLayout& layout);

@@ -65,12 +65,10 @@ KernelLayout kernel_layout(const Node* kernel, Language lang) {
   limits.float_atomic_add = c.float_atomic_add && !(no_native && *no_native && *no_native != '0');
   KernelLayout l;
   l.abi = kernel_abi(kernel, lang == Language::hlsl ? KernelApi::vulkan_hlsl : KernelApi::vulkan_glsl, limits);
-  l.params_in_buffer = l.abi.params.kind == ParamBlockKind::storage_buffer;
-  l.float_atomic_add = l.abi.float_atomic_add;
   const auto& lim = c.props.limits;
   check_workgroup_limits(kernel, lim.maxComputeWorkGroupInvocations, lim.maxComputeWorkGroupSize[0],
                          lim.maxComputeSharedMemorySize, c.description);
-  const size_t bindings = l.abi.bindings.size() + (l.params_in_buffer ? 1 : 0);
+  const size_t bindings = l.abi.bindings.size() + (l.params_in_buffer() ? 1 : 0);
   if (bindings > c.props.limits.maxPerStageDescriptorStorageBuffers)
     throw BackendError("ember: kernel #" + std::to_string(kernel->index) + " uses " + std::to_string(bindings) +
                        " buffers; " + c.description + " binds at most " +

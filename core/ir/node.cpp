@@ -204,7 +204,7 @@ void Program::drop_use(Node* n, size_t i) {
   list.pop_back();
   if (slot == last) return;
   for (size_t j = 0; j < moved->operands.size(); ++j, ++node_visit_counter())
-    if (moved->operands[j] == o && moved->use_slots[j] == last && !(moved == n && j == i)) {
+    if (moved->operands[j] == o && moved->use_slots[j] == last) {
       moved->use_slots[j] = slot;
       return;
     }

@@ -27,6 +27,9 @@ bool identity_load(const Node* n) {
   return true;
 }
 
+// r when it can stand in for n (it has n's shape), else null.
+Node* same_as(const Node* n, Node* r) { return r && same_shape(r->shape, n->shape) ? r : nullptr; }
+
 // A finite f32 constant +-2^k: scaling by it commutes with rounding (barring over/underflow).
 bool is_pow2_const(const Node* n) {
   if (n->op != Op::constant || n->dtype != DType::f32) return false;
@@ -66,7 +69,7 @@ Node* scaled(Builder& b, Node* x, float k) {
 Node* fold_scaling(Builder& b, Node* n) {
   if (n->dtype != DType::f32) return nullptr;
   Node *x, *c;
-  auto same = [&](Node* r) { return r && same_shape(r->shape, n->shape) ? r : nullptr; };
+  auto same = [&](Node* r) { return same_as(n, r); };
   switch (n->op) {
     case Op::add: {
       Node* l = n->operand(0);
@@ -137,7 +140,7 @@ Node* simplify_node(Builder& b, Node* n) {
     DType in = n->op == Op::select ? n->operand(1)->dtype : n->operand(0)->dtype;
     return b.constant(n->dtype, eval_elementwise(n->op, n->dtype, in, w, n->num_operands()));
   }
-  auto same = [&](Node* x) { return same_shape(x->shape, n->shape) ? x : nullptr; };
+  auto same = [&](Node* r) { return same_as(n, r); };
   switch (n->op) {
     case Op::add:
       if (is_const(n->operand(1), 0)) return same(n->operand(0));
