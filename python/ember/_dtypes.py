@@ -12,8 +12,23 @@ _RANK = {"bool": 0, "u32": 1, "i32": 2, "f32": 3}
 
 
 class DType:
-    """An element type. `em.f32["N", 3]` is a tensor annotation, bare `em.f32` a scalar one,
-    and `em.f32(x)` casts a traced value (or a Python number) to f32."""
+    """DType(name, c, np_dtype)
+
+    An element type: em.f32, em.i32, em.u32 and em.bool are its only instances. ``em.f32["N", 3]``
+    is a tensor annotation for a compiled function's parameter (each dimension an int: fixed, a str:
+    symbolic, equal names must be equal at call time, or None: free), bare ``em.f32`` a scalar
+    annotation, and ``em.f32(x)`` casts (em.cast). A dtype compares equal to its name, and ``.np``
+    is the matching NumPy dtype.
+
+    >>> em.f32 == "f32", em.i32.np, em.f32["N", 3]
+    (True, dtype('int32'), em.f32['N', 3])
+    >>> @em.compile
+    ... def scale(x: em.f32["N", 3], k: em.i32):
+    ...     return x * em.f32(k)
+    >>> x = np.random.default_rng(0).normal(size=(2, 3)).astype(np.float32)
+    >>> bool(np.allclose(scale(x, 3).numpy(), 3 * x))
+    True
+    """
 
     __slots__ = ("name", "_c", "np")
 
@@ -57,7 +72,15 @@ class DType:
 
 
 class TensorType:
-    """The annotation of a tensor argument: a dtype and one entry per dimension."""
+    """TensorType(dtype, dims)
+
+    The annotation of a tensor parameter, made by indexing a dtype: ``em.f32["N", 3]`` has
+    ``.dtype`` em.f32 and ``.dims`` ("N", 3). Calls check arguments against it before anything runs.
+
+    >>> t = em.u32["H", "W", 4]
+    >>> t.dtype, t.dims, str(t)
+    (em.u32, ('H', 'W', 4), 'u32[H, W, 4]')
+    """
 
     __slots__ = ("dtype", "dims")
 

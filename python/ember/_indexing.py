@@ -2,7 +2,7 @@
 
 `A[i, j]` and `A[i, j] = v` clamp out-of-range coordinates into the tensor (mode "clamp"). These
 two functions take the same index expressions (ints, slices, None, ..., integer traced values)
-and a `mode`, as numpy.take / numpy.put do:
+and a `mode`, as numpy.take / numpy.put do::
 
     "clamp" (or NumPy's name "clip")  each coordinate is brought into [0, dim - 1] (the default)
     "wrap"                            each coordinate is taken modulo dim (-1 is the last element)
@@ -35,9 +35,21 @@ def _target(x, what):
 
 
 def gather(x, index, mode="clamp"):
-    """x[index] with an out-of-range policy: mode is "clamp" (default; "clip" is a synonym),
-    "wrap" or "unsafe". `index` is what goes between the brackets: one item or a tuple of them
-    (ints, slices, None, ..., integer traced values), e.g. em.gather(A, (i, j + 1), mode="wrap")."""
+    """gather(x, index, mode="clamp") -> em.Value
+
+    ``x[index]`` with an explicit out-of-range policy: mode "clamp" (the default of ``x[i]``; "clip"
+    is a synonym), "wrap" (modulo the dimension: -1 is the last element) or "unsafe" (no check; the
+    caller promises every coordinate is in range). `index` is what goes between the brackets: one
+    item or a tuple (ints, slices, None, ..., integer traced values).
+
+    >>> @em.compile
+    ... def shift(x: em.f32["N"]):
+    ...     (i,) = em.indices(x.shape)
+    ...     return em.gather(x, i + 2, mode="wrap")
+    >>> x = np.random.default_rng(0).normal(size=6).astype(np.float32)
+    >>> bool(np.array_equal(shift(x).numpy(), np.roll(x, -2)))
+    True
+    """
     tr = T.tracer("em.gather")
     m = _mode(mode, "em.gather")
     x = _target(x, "em.gather")
@@ -45,9 +57,22 @@ def gather(x, index, mode="clamp"):
 
 
 def scatter(x, index, value, mode="clamp"):
-    """x[index] = value with an out-of-range policy (see em.gather); x is an argument or a tensor
-    made by em.zeros/em.buffer. Returns None, like an assignment. With "clamp", writes past an
-    edge land on the edge element; with "wrap" they wrap around."""
+    """scatter(x, index, value, mode="clamp") -> None
+
+    ``x[index] = value`` with an out-of-range policy (see em.gather); x is an argument or a tensor
+    made by em.zeros/em.buffer. With "clamp", writes past an edge land on the edge element; with
+    "wrap" they wrap around.
+
+    >>> @em.compile
+    ... def rotate(x: em.f32["N"]):
+    ...     out = em.zeros(x.shape)
+    ...     (i,) = em.indices(x.shape)
+    ...     em.scatter(out, i + 1, x, mode="wrap")
+    ...     return out
+    >>> x = np.random.default_rng(0).normal(size=5).astype(np.float32)
+    >>> bool(np.array_equal(rotate(x).numpy(), np.roll(x, 1)))
+    True
+    """
     tr = T.tracer("em.scatter")
     m = _mode(mode, "em.scatter")
     x = _target(x, "em.scatter")

@@ -23,9 +23,23 @@ _state = {"backend": None}
 
 
 def init(backend="auto"):
-    """Chooses the backend for programs compiled from now on: "cpu", "vulkan" (GLSL kernels),
-    "vulkan-hlsl" (the Vulkan runtime fed HLSL kernels), "opengl", "cuda" or "auto" (CUDA, then a
-    GPU Vulkan device, then cpu). Raises ember.BackendError if it is not built or has no device."""
+    """init(backend="auto") -> None
+
+    Chooses the backend for programs compiled from now on: "cpu" (C++ kernels compiled by the
+    system compiler, run with OpenMP), "vulkan" (GLSL kernels), "vulkan-hlsl" (the Vulkan runtime
+    fed HLSL kernels), "opengl", "cuda", or "auto" (CUDA, then a GPU Vulkan device, then cpu).
+    Raises ember.BackendError if the backend is not built or has no device. A program keeps one
+    compiled form per backend, so switching back and forth does not recompile.
+
+    >>> em.init("cpu")
+    >>> em.backend()
+    'cpu'
+    >>> try:
+    ...     em.init("metal")
+    ... except em.BackendError as e:
+    ...     print("BackendError")
+    BackendError
+    """
     if backend != "auto" and backend not in _KNOWN_BACKENDS:
         raise _C.BackendError(f"unknown backend {backend!r}; expected one of auto, {', '.join(_KNOWN_BACKENDS)}")
     backend = _C.resolve_backend(backend)
@@ -39,21 +53,51 @@ def init(backend="auto"):
 
 
 def backend():
-    """The name of the backend programs compile for (em.init's choice, cpu by default)."""
+    """backend() -> str
+
+    The name of the backend programs compile for now (em.init's choice; cpu by default).
+
+    >>> em.init("cpu")
+    >>> em.backend()
+    'cpu'
+    """
     return _state["backend"] or _BUILT_BACKENDS[0]
 
 
 def device_info():
-    """The device the current backend runs on, in words (e.g. "llvmpipe (LLVM 15.0.6, 256 bits) via
-    Vulkan 1.3")."""
+    """device_info() -> str
+
+    The device the current backend runs on, in words: for example "llvmpipe (LLVM 15.0.6, 256
+    bits) via Vulkan 1.3", or the host CPU for the cpu backend.
+
+    >>> em.init("cpu")
+    >>> isinstance(em.device_info(), str) and len(em.device_info()) > 0
+    True
+    """
     return _C.device_info(backend())
 
 
 def compile(fn=None, *, name=None, trace_cache=True):
-    """Compiles a function of annotated tensor/scalar arguments (`@em.compile` or `em.compile(fn)`).
-    The returned program traces and compiles on first use. `trace_cache=False`: always trace in a
-    new process (for a function whose trace reads files, clocks or random state; see the README's
-    "Compile time")."""
+    """compile(fn=None, *, name=None, trace_cache=True) -> em.Program
+
+    Compiles a Python function whose parameters are annotated with tensor types
+    (``em.f32["N", 3]``), scalar types (``em.f32``, ``float``, ``int``) or em.nn.Module / em.optim
+    classes; use it as ``@em.compile``, ``@em.compile(name=...)`` or ``prog = em.compile(fn)``. The
+    returned em.Program traces the function on first use (the body runs once, on em.Value
+    stand-ins), fuses it into kernels and compiles them for the current backend (cached on disk in
+    $EMBER_CACHE_DIR). ``trace_cache=False`` always traces in a new process (for a function whose
+    trace reads files, clocks or random state).
+
+    >>> @em.compile
+    ... def step(X: em.f32["N", 3], V: em.f32["N", 3], dt: em.f32):
+    ...     return X + V * dt
+    >>> rng = np.random.default_rng(0)
+    >>> X, V = rng.normal(size=(2, 5, 3)).astype(np.float32)
+    >>> bool(np.allclose(step(X, V, 0.1).numpy(), X + V * 0.1))
+    True
+    >>> step.kernel_count
+    1
+    """
     if fn is None:
         return lambda f: Program(f, name, trace_cache)
     return Program(fn, name, trace_cache)
@@ -110,8 +154,13 @@ def _scalar_word(pname, dt, v):
 
 
 class Program:
-    """A compiled function: call it with NumPy arrays / em.Tensor and Python numbers; it returns
-    em.Tensor (or a tuple of them). Introspection: kernel_count, ir(stage), source(lang), stats.
+    """Program(fn, name=None, trace_cache=True)
+
+    A compiled function, made by em.compile: call it with NumPy arrays / em.Tensor and Python
+    numbers; it returns an em.Tensor, a tuple of them, or None. Arguments are checked against the
+    annotations before anything runs (a wrong shape is an ember.ShapeError, a wrong dtype an
+    ember.TypeError: nothing is silently converted). Introspection: kernel_count, ir(stage),
+    source(lang), stats.
 
     Tensor arguments are passed without a copy (CPU backend), so a program that assigns into an
     argument writes the caller's array. bool, non-contiguous (strided, transposed, negative
@@ -120,7 +169,22 @@ class Program:
     ember.TypeError before anything runs). On the GPU backends, NumPy arguments are copied into
     device memory and the ones the program writes are copied back after the call, so the same
     holds; em.Tensor results stay in device memory and are used in place when passed back in.
-    Results never alias an argument."""
+    Results never alias an argument.
+
+    >>> @em.compile
+    ... def add_into(acc: em.f32["N"], x: em.f32["N"]):
+    ...     acc[...] = acc + x
+    >>> acc = np.zeros(4, np.float32)
+    >>> x = np.random.default_rng(0).normal(size=4).astype(np.float32)
+    >>> add_into(acc, x); add_into(acc, x)
+    >>> isinstance(add_into, em.Program), bool(np.allclose(acc, 2 * x))
+    (True, True)
+    >>> try:
+    ...     add_into(acc, np.zeros(5, np.float32))
+    ... except em.ShapeError:
+    ...     print("ShapeError")
+    ShapeError
+    """
 
     def __init__(self, fn, name=None, trace_cache=True):
         functools.update_wrapper(self, fn)
@@ -385,11 +449,30 @@ class Program:
 
     @property
     def kernel_count(self):
-        """The number of kernels after fusion."""
+        """The number of kernels after fusion (compiles the program for the current backend if needed).
+
+        >>> @em.compile
+        ... def f(x: em.f32["N"]):
+        ...     y = em.exp(x) * 2.0 + 1.0      # elementwise ops fuse into one kernel
+        ...     return y / em.sum(y)           # a reduction, then a kernel that reads its result
+        >>> f.kernel_count >= 1
+        True
+        """
         return self._compiled_or_cached().kernel_count
 
     def ir(self, stage="final"):
-        """The IR text after a stage: "traced", a pass name (e.g. "fuse_kernels") or "final"."""
+        """ir(stage="final") -> str
+
+        The program's IR as text after a stage: "traced" (as traced, before any pass), a pass name
+        (for example "fuse_kernels") or "final" (what the backend compiles). See the README's "Reading
+        generated code and the IR".
+
+        >>> @em.compile
+        ... def f(x: em.f32["N"]):
+        ...     return em.sqrt(x) + 1.0
+        >>> "sqrt" in f.ir("traced"), "sqrt" in f.ir()
+        (True, True)
+        """
         if stage == "traced":
             self._trace()
             return self._traced_text
@@ -399,14 +482,26 @@ class Program:
         return self._compile().ir(stage)
 
     def source(self, lang=None):
-        """The generated kernel source: "cpp", "glsl" or "hlsl" (the backend's language by default; GPU
-        languages print one shader per kernel)."""
+        """source(lang=None) -> str
+
+        The generated kernel source: "cpp", "glsl" or "hlsl" (the current backend's language by default;
+        the GPU languages print one shader per kernel). It is the code that runs, readable: one kernel
+        per fused loop nest.
+
+        >>> @em.compile
+        ... def saxpy(a: em.f32, x: em.f32["N"], y: em.f32["N"]):
+        ...     return a * x + y
+        >>> "Generated by Ember" in saxpy.source()
+        True
+        >>> "void main" in saxpy.source("glsl")
+        True
+        """
         cp = self._compiled_or_cached()
         return cp.source(lang or _LANG.get(cp.backend_name, "cpp"))
 
     @property
     def stats(self):
-        """Compile statistics: passes [{name, ms, changed, visits}], passes_ms, codegen_ms (printing
+        """Compile statistics, a dict: passes [{name, ms, changed, visits}], passes_ms, codegen_ms (printing
         the distinct kernels), compile_ms (cache lookups, compiler runs and loading), kernels (the
         kernel count), distinct_kernels (distinct kernel bodies: kernels bound to other buffers or
         params but otherwise equal share one compiled function or shader), compiled_kernels (the
@@ -427,7 +522,15 @@ class Program:
         EMBER_DEBUG=ir|time (then program_cache_key is empty). ir(stage) works either way: stages
         other than "final" run the pipeline on a copy of the traced program when first asked for.
         The trace cache (`trace-<key>.trace` entries, python/ember/_trace_cache.py) lets a new process skip
-        tracing too: trace_cache_hit is True then."""
+        tracing too: trace_cache_hit is True then.
+
+        >>> @em.compile
+        ... def f(x: em.f32["N"]):
+        ...     return x * x
+        >>> st = f.stats
+        >>> st["kernels"], isinstance(st["compile_ms"], float), isinstance(st["cache_hit"], bool)
+        (1, True, True)
+        """
         cp = self._compiled_or_cached()
         st = cp.stats
         hit = cp.backend_name in self._trace_hits

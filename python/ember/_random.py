@@ -4,7 +4,7 @@ Every element is a pure function of (its row-major flat index in `shape`, `seed`
 xxHash32-style hash built only from traced u32 multiply, add, xor and shift, so the same bits
 come out on every backend and in the reference interpreter, and a program can draw them anywhere
 (fused into any kernel, no generator state). Equal (shape, seed) give equal numbers; draw
-independent numbers by passing different seeds (e.g. a step counter as a program argument).
+independent numbers by passing different seeds (e.g. a step counter as a program argument)::
 
     @em.compile
     def noise(X: em.f32["H", "W"], seed: em.i32):
@@ -48,8 +48,20 @@ def _rotl(h, r):
 
 
 def hash(counter, key):
-    """A 32-bit hash (u32) of two 32-bit words, elementwise with broadcasting: the xxHash32 of
-    (counter, key). Both are ints or integer traced values; i32 bits are taken as u32."""
+    """hash(counter, key) -> em.Value
+
+    A 32-bit hash (u32) of two 32-bit words, elementwise with broadcasting: the xxHash32 of
+    (counter, key). Both are ints or integer traced values (i32 bits are taken as u32). The same
+    bits come out on every backend.
+
+    >>> @em.compile
+    ... def h(x: em.u32["N"]):
+    ...     return em.random.hash(x, 7)
+    >>> x = np.arange(1000, dtype=np.uint32)
+    >>> bits = h(x).numpy()
+    >>> len(set(bits.tolist())) == 1000, bool(np.array_equal(bits, h(x).numpy()))
+    (True, True)
+    """
     T.tracer("em.random.hash")
     x, y = _u32(counter), _u32(key)
     h = y + _P5 + x * _P3
@@ -85,13 +97,37 @@ def _unit(bits):
 
 
 def rand(shape, seed=0):
-    """Uniform f32 numbers in [0, 1) of `shape` (multiples of 2**-24), reproducible for a seed."""
+    """rand(shape, seed=0) -> em.Value
+
+    Uniform f32 numbers in [0, 1) of `shape` (multiples of 2**-24), reproducible for a seed: each
+    element is a pure function of (its flat index, seed). `seed` is an int or a scalar integer
+    traced value (a step counter as a program argument gives fresh numbers each call).
+
+    >>> @em.compile
+    ... def noise(X: em.f32["H", "W"], seed: em.i32):
+    ...     return em.random.rand(X.shape, seed)
+    >>> X = np.zeros((64, 64), np.float32)
+    >>> a, b = noise(X, 1).numpy(), noise(X, 2).numpy()
+    >>> bool(a.min() >= 0 and a.max() < 1), bool(abs(a.mean() - 0.5) < 0.02), bool(np.any(a != b))
+    (True, True, True)
+    """
     T.tracer("em.random.rand")
     return _unit(_bits(shape, seed, _S_RAND))
 
 
 def randn(shape, seed=0):
-    """Standard normal f32 numbers of `shape` (Box-Muller of two independent uniforms)."""
+    """randn(shape, seed=0) -> em.Value
+
+    Standard normal f32 numbers of `shape` (Box-Muller of two independent uniforms), reproducible
+    for a seed.
+
+    >>> @em.compile
+    ... def f(X: em.f32["N"], seed: em.i32):
+    ...     return X + em.random.randn(X.shape, seed)
+    >>> z = f(np.zeros(20000, np.float32), 5).numpy()
+    >>> bool(abs(z.mean()) < 0.03), bool(abs(z.std() - 1) < 0.03)
+    (True, True)
+    """
     T.tracer("em.random.randn")
     u1 = (cast(_bits(shape, seed, _S_BM1) >> 8, D.f32) + 1.0) * (1.0 / (1 << 24))  # (0, 1]: log is finite
     u2 = _unit(_bits(shape, seed, _S_BM2))
@@ -99,8 +135,18 @@ def randn(shape, seed=0):
 
 
 def randint(shape, seed, low, high):
-    """Integers (i32) uniform in [low, high) of `shape`; low and high are ints or scalar integer
-    values with low < high. Drawn as hash % (high - low): the bias is below (high - low) / 2**32."""
+    """randint(shape, seed, low, high) -> em.Value
+
+    Integers (i32) uniform in [low, high) of `shape`; low and high are ints or scalar integer values
+    with low < high. Drawn as hash % (high - low): the bias is below (high - low) / 2**32.
+
+    >>> @em.compile
+    ... def dice(n: em.i32, seed: em.i32):
+    ...     return em.random.randint((n,), seed, 1, 7)
+    >>> r = dice(6000, 0).numpy()
+    >>> sorted(set(r.tolist())), bool(np.all(np.abs(np.bincount(r)[1:] - 1000) < 120))
+    ([1, 2, 3, 4, 5, 6], True)
+    """
     T.tracer("em.random.randint")
     for name, b in (("low", low), ("high", high)):
         if isinstance(b, Value) and b.node.dtype not in ("i32", "u32") or \
@@ -124,10 +170,19 @@ _host_streams = 0   # streams handed out since the global seed was last set
 
 
 def seed(s):
-    """Seeds layer initialization: after em.random.seed(s), each em.nn layer built without its own
-    seed= draws from the next of a reproducible sequence of NumPy streams derived from s (the same
-    s and the same order of construction give the same parameters). It does not affect
-    em.random.rand/randn/randint inside programs: those are counter-based with explicit seeds."""
+    """seed(s) -> None
+
+    Seeds layer initialization (host side): after em.random.seed(s), each em.nn layer built
+    without its own seed= draws from the next of a reproducible sequence of NumPy streams derived
+    from s, so the same s and the same order of construction give the same parameters. It does not
+    affect em.random.rand/randn/randint inside programs: those take their seed explicitly.
+
+    >>> em.random.seed(42)
+    >>> a = em.nn.Linear(3, 3).weight.numpy()
+    >>> em.random.seed(42)
+    >>> bool(np.array_equal(a, em.nn.Linear(3, 3).weight.numpy()))
+    True
+    """
     if isinstance(s, T._BOOL_TYPES) or not isinstance(s, T._INT_TYPES):
         raise T.error(_C.TypeError, f"em.random.seed: the seed must be an int, got {s!r}")
     if int(s) < 0:

@@ -62,8 +62,20 @@ def _default_dtype(a):
 
 
 def tensor(data, dtype=None):
-    """A new em.Tensor holding a copy of `data` (an array-like). An explicit conversion: float64
-    becomes f32 and int64/uint64/smaller ints i32 (u32 for uint32/uint64), only when values fit."""
+    """tensor(data, dtype=None) -> em.Tensor
+
+    A new em.Tensor holding a copy of `data` (an array-like, or another em.Tensor). The dtype is
+    `dtype` when given, else derived from the data: floats become f32, integers i32 (u32 for
+    uint32/uint64), bools bool. Converting is explicit and checked: a value that does not fit the
+    dtype is an ember.TypeError, never silently wrapped.
+
+    >>> a = np.random.default_rng(0).normal(size=(2, 3))
+    >>> t = em.tensor(a)
+    >>> t.dtype, t.shape, bool(np.array_equal(t.numpy(), a.astype(np.float32)))
+    (em.f32, (2, 3), True)
+    >>> em.tensor([1, 2, 3], em.u32).numpy().dtype
+    dtype('uint32')
+    """
     if isinstance(data, Tensor):
         data = data.numpy()
     a = np.asarray(data)
@@ -100,6 +112,11 @@ def zeros_tensor(shape, dt):
 
 
 def _dtype(self):
+    """The element type: em.f32, em.i32, em.u32 or em.bool (it compares equal to its name too).
+
+    >>> em.tensor(np.arange(4)).dtype
+    em.i32
+    """
     return D.from_name(self._dtype_name)
 
 
@@ -114,9 +131,31 @@ def _repr(self):
 
 
 def _item(self):
+    """item() -> float | int | bool
+
+    The value of a one-element tensor as a Python number; ember.ShapeError for any other size.
+
+    >>> @em.compile
+    ... def total(x: em.f32["N"]):
+    ...     return em.sum(x)
+    >>> x = np.random.default_rng(0).normal(size=5).astype(np.float32)
+    >>> abs(total(x).item() - float(x.sum())) < 1e-5
+    True
+    """
     if self.size != 1:
         raise _C.ShapeError(f"only a tensor of one element converts to a Python scalar, got shape {self.shape}")
     return self.numpy().reshape(()).item()
+
+
+def _tolist(self):
+    """tolist() -> list
+
+    The elements as (nested) Python lists of numbers, as numpy.ndarray.tolist.
+
+    >>> em.tensor(np.arange(6, dtype=np.int32).reshape(2, 3)).tolist()
+    [[0, 1, 2], [3, 4, 5]]
+    """
+    return self.numpy().tolist()
 
 
 def _len(self):
@@ -125,12 +164,12 @@ def _len(self):
     return self.shape[0]
 
 
-Tensor.dtype = property(_dtype, doc="The element type: em.f32, em.i32, em.u32 or em.bool.")
+Tensor.dtype = property(_dtype)
 Tensor.__array__ = _array
 Tensor.__repr__ = _repr
 Tensor.__len__ = _len
 Tensor.item = _item
-Tensor.tolist = lambda self: self.numpy().tolist()
+Tensor.tolist = _tolist
 Tensor.__float__ = lambda self: float(_item(self))
 Tensor.__int__ = lambda self: int(_item(self))
 Tensor.__bool__ = lambda self: bool(_item(self))

@@ -84,8 +84,23 @@ def _int_index(tr, k, dim, axis):
 
 
 class Value:
-    """A traced tensor or scalar value. Supports Python operators (NumPy promotion and
-    broadcasting), indexing, `.shape` and `.dtype`; it has no truth value at trace time."""
+    """Value(node)
+
+    A traced tensor or scalar value: what the arguments of a compiled function are while it is
+    traced, and what every em operation returns. It supports Python's arithmetic, comparison and
+    bitwise operators with NumPy promotion and broadcasting, ``@``, indexing (``A[i, j]`` gathers
+    with clamped indices, ``A[i, j] = v`` scatters), ``.shape``, ``.dtype`` and ``.T``. It has no
+    Python value at trace time, so ``if v:`` is an error: use ``em.if_`` or em.where. You never make
+    one yourself.
+
+    >>> @em.compile
+    ... def f(x: em.f32["N", 3]):
+    ...     assert isinstance(x, em.Value)
+    ...     return (x * 2 + 1)[:, 0]
+    >>> x = np.random.default_rng(0).normal(size=(4, 3)).astype(np.float32)
+    >>> bool(np.allclose(f(x).numpy(), x[:, 0] * 2 + 1))
+    True
+    """
 
     __slots__ = ("node",)
     __array_ufunc__ = None  # numpy_array + value defers to Value.__radd__
@@ -96,30 +111,84 @@ class Value:
 
     @property
     def shape(self):
-        """A tuple: ints for fixed dimensions, scalar i32 Values for symbolic ones."""
+        """The shape: a tuple with ints for fixed dimensions and scalar i32 values for symbolic ones (use
+        them in em.zeros, em.indices, em.loop, ...).
+
+        >>> @em.compile
+        ... def f(x: em.f32["N", 3]):
+        ...     n, c = x.shape
+        ...     assert c == 3 and isinstance(n, em.Value)
+        ...     return em.zeros((n,)) + c
+        >>> f(np.ones((5, 3), np.float32)).numpy().tolist()
+        [3.0, 3.0, 3.0, 3.0, 3.0]
+        """
         return tuple(d.const_value if d.const_value is not None else Value(d) for d in self.node.dims)
 
     @property
     def dtype(self):
+        """The element type, an em dtype (em.f32, em.i32, em.u32 or em.bool); it compares equal to its name.
+
+        >>> @em.compile
+        ... def f(x: em.i32["N"]):
+        ...     assert x.dtype == em.i32 and (x / 2).dtype == "f32"
+        ...     return x / 2
+        >>> f(np.array([1, 2, 3], np.int32)).numpy().tolist()
+        [0.5, 1.0, 1.5]
+        """
         return D.from_name(self.node.dtype)
 
     @property
     def ndim(self):
+        """The number of axes (0 for a scalar).
+
+        >>> @em.compile
+        ... def f(x: em.f32["N", 3]):
+        ...     return em.zeros((x.ndim,))
+        >>> f(np.ones((2, 3), np.float32)).shape
+        (2,)
+        """
         return self.node.rank
 
     @property
     def T(self):
-        """The transpose (axes reversed)."""
+        """The transpose: the axes reversed (em.transpose(x)).
+
+        >>> @em.compile
+        ... def f(x: em.f32["M", "N"]):
+        ...     return x.T @ x
+        >>> x = np.random.default_rng(0).normal(size=(4, 3)).astype(np.float32)
+        >>> bool(np.allclose(f(x).numpy(), x.T @ x, atol=1e-5))
+        True
+        """
         from ._ops import transpose
         return transpose(self)
 
     def reshape(self, *shape):
-        """em.reshape(self, shape); x.reshape(2, -1) and x.reshape((2, -1)) both work."""
+        """reshape(*shape) -> em.Value
+
+        em.reshape(self, shape): ``x.reshape(2, -1)`` and ``x.reshape((2, -1))`` both work.
+
+        >>> @em.compile
+        ... def f(x: em.f32[6]):
+        ...     return x.reshape(2, -1)
+        >>> f(np.arange(6, dtype=np.float32)).numpy().tolist()
+        [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]
+        """
         from ._ops import reshape
         return reshape(self, shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape)
 
     def transpose(self, *axes):
-        """em.transpose(self, axes); x.transpose(1, 0) and x.transpose((1, 0)) both work."""
+        """transpose(*axes) -> em.Value
+
+        em.transpose(self, axes): ``x.transpose(1, 0)`` and ``x.transpose((1, 0))`` both work; no axes
+        reverses them.
+
+        >>> @em.compile
+        ... def f(x: em.f32[2, 3, 4]):
+        ...     return x.transpose(1, 2, 0)
+        >>> f(np.zeros((2, 3, 4), np.float32)).shape
+        (3, 4, 2)
+        """
         from ._ops import transpose
         if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
             axes = axes[0]
@@ -204,13 +273,40 @@ class Value:
 
 
 class Var(Value):
-    """A mutable traced value made by em.var(init): read with `.val`, assign with `.val = ...`.
-    Reading it (or `.val`) reads its current value at that point of the program."""
+    """Var(node)
+
+    A mutable traced value made by em.var(init): read it with ``.val`` (or use it directly in
+    expressions), assign with ``.val = ...`` or ``.val += ...``. Reading it gives its current value
+    at that point of the program, so it carries state through em.loop and ``em.if_`` blocks.
+
+    >>> @em.compile
+    ... def f(x: em.f32["N"]):
+    ...     v = em.var(x)
+    ...     assert isinstance(v, em.Var)
+    ...     with em.loop(3):
+    ...         v.val = v * 2.0
+    ...     return v.val
+    >>> x = np.random.default_rng(0).normal(size=4).astype(np.float32)
+    >>> bool(np.allclose(f(x).numpy(), 8 * x))
+    True
+    """
 
     __slots__ = ()
 
     @property
     def val(self):
+        """The current value (read), or a new value for the rest of the program (assign; converted to
+        the var's dtype, Python numbers weakly typed).
+
+        >>> @em.compile
+        ... def f(n: em.i32):
+        ...     total = em.var(0)
+        ...     with em.loop(1, n + 1) as k:
+        ...         total.val += k
+        ...     return total.val
+        >>> f(10).item()
+        55
+        """
         return Value(self.node)
 
     @val.setter

@@ -82,16 +82,48 @@ py::tuple shape_tuple(const HostTensor& h) {
 }
 
 void bind_tensor(py::module_& m) {
-  py::class_<HostTensor>(m, "Tensor", "A runtime tensor: dense row-major 32-bit words in host memory (CPU backend).")
+  py::class_<HostTensor>(m, "Tensor", R"doc(A runtime tensor: what compiled programs return and take.
+
+Its elements are dense row-major 32-bit words (f32, i32, u32, or bool as one word each) in host
+memory on the cpu backend, in device memory on the GPU backends (then passing it back in uses it
+in place). Make one with em.tensor(array) or em.zeros(shape, dtype); read it with .numpy(),
+np.asarray(t), .item() or .tolist().
+
+>>> t = em.tensor(np.random.default_rng(0).normal(size=(2, 3)))
+>>> isinstance(t, em.Tensor), t.shape, t.dtype, t.size
+(True, (2, 3), em.f32, 6)
+>>> np.asarray(t).shape
+(2, 3)
+)doc")
       .def_static("_from_numpy", &from_numpy, py::arg("array"), py::arg("dtype"), py::arg("copy"),
                   "Wraps (copy=False) or copies a C-contiguous array of 4-byte elements.")
       .def_static("_zeros", [](const std::vector<int64_t>& shape, DType t) { return make_tensor(t, shape); })
-      .def_property_readonly("shape", &shape_tuple, "The shape as a tuple of ints.")
+      .def_property_readonly("shape", &shape_tuple, R"doc(The shape as a tuple of ints.
+
+>>> em.zeros((4, 2, 3)).shape
+(4, 2, 3)
+)doc")
       .def_property_readonly("_dtype_name", [](const HostTensor& h) { return std::string(dtype_name(h.dtype)); })
-      .def_property_readonly("ndim", [](const HostTensor& h) { return h.shape.size(); })
-      .def_property_readonly("size", [](const HostTensor& h) { return numel(h.shape); })
+      .def_property_readonly("ndim", [](const HostTensor& h) { return h.shape.size(); }, R"doc(The number of axes (0 for a scalar).
+
+>>> em.zeros((4, 2, 3)).ndim, em.tensor(np.float32(1.5)).ndim
+(3, 0)
+)doc")
+      .def_property_readonly("size", [](const HostTensor& h) { return numel(h.shape); }, R"doc(The number of elements (the product of the shape).
+
+>>> em.zeros((4, 2, 3)).size
+24
+)doc")
       .def_property_readonly("_data_ptr", [](const HostTensor& h) { return reinterpret_cast<uintptr_t>(h.data); })
-      .def("numpy", &to_numpy, "A NumPy copy of the tensor (bool words become np.bool_).");
+      .def("numpy", &to_numpy, R"doc(numpy() -> numpy.ndarray
+
+A NumPy copy of the tensor (from device memory on the GPU backends; bool words become ``np.bool_``).
+
+>>> a = np.random.default_rng(0).normal(size=(3, 2)).astype(np.float32)
+>>> b = em.tensor(a).numpy()
+>>> b.dtype, bool(np.array_equal(a, b)), b is a
+(dtype('float32'), True, False)
+)doc");
 }
 
 // Whether `out` points into the memory of one of the inputs (then it must be copied, so the

@@ -14,10 +14,26 @@ SCHEMA_PATH = os.path.join(os.path.dirname(__file__), "manifest.schema.json")
 
 
 def export(prog, out_dir, target, engine=None, example_args=None, dims=None):
-    """Writes `prog`'s kernels for `target` ("spirv", "glsl", "hlsl", "cpp") and manifest.json into
-    `out_dir`; returns the manifest as a dict. `engine` ("unity", "godot") adds engine glue under
-    `out_dir/<engine>`. `example_args` (a call's arguments) or `dims` ({"N": 4096}) give values the
-    export fixes only for dims whose host math the manifest cannot express."""
+    """export(prog, out_dir, target, engine=None, example_args=None, dims=None) -> dict
+
+    Writes compiled program `prog`'s kernels for `target` ("spirv", "glsl", "hlsl" or "cpp"; "cuda"
+    is not yet supported: ember.BackendError) as readable source files plus manifest.json into
+    `out_dir`, and returns the manifest as a dict: the buffers to create, each kernel's bindings and
+    parameter block, and the host plan (dispatches, loops, ifs, copies) with symbolic dims, so a
+    host can run them without Ember (docs/export.md). `engine` ("unity" or "godot") adds engine glue
+    under out_dir/<engine>. `example_args` (a call's arguments) or `dims` ({"N": 4096}) give values
+    that the export fixes only for dims whose host math the manifest cannot express. The command
+    line does the same: ``python3 -m ember export FILE:FUNCTION --target T --out DIR``.
+
+    >>> import os, tempfile
+    >>> @em.compile
+    ... def blend(a: em.f32["N"], b: em.f32["N"], t: em.f32):
+    ...     return a + (b - a) * t
+    >>> out = tempfile.mkdtemp()
+    >>> manifest = em.export(blend, out, target="glsl")
+    >>> len(manifest["kernels"]), sorted(f for f in os.listdir(out) if f.endswith(".comp"))
+    (1, ['blend_k0.comp'])
+    """
     from .._program import Program, _signature
     from .. import _dtypes as D
     if not isinstance(prog, Program):

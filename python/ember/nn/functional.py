@@ -75,8 +75,19 @@ def _axis(axis, x, what):
 
 # ---- layers ----------------------------------------------------------------------------------
 def linear(x, weight, bias=None):
-    """x @ weight.T + bias, as torch.nn.functional.linear: x [..., in], weight [out, in] and bias
-    [out] (or None) give [..., out]."""
+    """linear(x, weight, bias=None) -> em.Value
+
+    x @ weight.T + bias, as torch.nn.functional.linear: x [..., in], weight [out, in] and bias
+    [out] (or None) give [..., out].
+
+    >>> @em.compile
+    ... def f(x: em.f32["B", 4], w: em.f32[3, 4], b: em.f32[3]):
+    ...     return em.nn.functional.linear(x, w, b)
+    >>> rng = np.random.default_rng(0)
+    >>> x, w, b = (rng.normal(size=s).astype(np.float32) for s in ((2, 4), (3, 4), (3,)))
+    >>> bool(np.allclose(f(x, w, b).numpy(), x @ w.T + b, atol=1e-5))
+    True
+    """
     what = "em.nn.functional.linear"
     x = _value(x, "x", what)
     weight = _value(weight, "weight", what, rank=2)
@@ -96,8 +107,21 @@ def linear(x, weight, bias=None):
 
 
 def conv2d(x, weight, bias=None, stride=1, padding=0):
-    """2-D cross-correlation as torch.nn.functional.conv2d: x [N, C, H, W], weight [O, C, kh, kw],
-    bias [O] or None; stride and padding (zeros) an int or a pair (height, width) -> [N, O, Ho, Wo]."""
+    """conv2d(x, weight, bias=None, stride=1, padding=0) -> em.Value
+
+    2-D cross-correlation as torch.nn.functional.conv2d: x [N, C, H, W], weight [O, C, kh, kw],
+    bias [O] or None; stride and zero padding an int or a pair (height, width); the result is
+    [N, O, Ho, Wo].
+
+    >>> @em.compile
+    ... def f(x: em.f32[1, 1, 4, 4], w: em.f32[1, 1, 2, 2]):
+    ...     return em.nn.functional.conv2d(x, w)
+    >>> rng = np.random.default_rng(0)
+    >>> x, w = rng.normal(size=(1, 1, 4, 4)).astype(np.float32), rng.normal(size=(1, 1, 2, 2)).astype(np.float32)
+    >>> ref = [[(x[0, 0, i:i + 2, j:j + 2] * w[0, 0]).sum() for j in range(3)] for i in range(3)]
+    >>> bool(np.allclose(f(x, w).numpy()[0, 0], ref, atol=1e-5))
+    True
+    """
     what = "em.nn.functional.conv2d"
     x = _value(x, "x", what, rank=4)
     weight = _value(weight, "weight", what, rank=4)
@@ -135,8 +159,20 @@ def conv2d(x, weight, bias=None, stride=1, padding=0):
 
 
 def embedding(indices, weight):
-    """weight[indices]: rows of weight [num, dim] picked by i32 indices of any shape -> [..., dim].
-    Out-of-range indices are clamped (Ember's gather default); the gradient is a scatter-add."""
+    """embedding(indices, weight) -> em.Value
+
+    weight[indices]: the rows of weight [num, dim] picked by i32 indices of any shape, giving
+    [..., dim]. Out-of-range indices are clamped (Ember's gather default); the gradient is a
+    scatter-add.
+
+    >>> @em.compile
+    ... def f(idx: em.i32["B"], table: em.f32[5, 3]):
+    ...     return em.nn.functional.embedding(idx, table)
+    >>> table = np.random.default_rng(0).normal(size=(5, 3)).astype(np.float32)
+    >>> idx = np.array([4, 0, 4], np.int32)
+    >>> bool(np.array_equal(f(idx, table).numpy(), table[idx]))
+    True
+    """
     what = "em.nn.functional.embedding"
     indices = _value(indices, "indices", what, dtype=("i32", "u32"))
     weight = _value(weight, "weight", what, rank=2)
@@ -144,8 +180,18 @@ def embedding(indices, weight):
 
 
 def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
-    """(x - mean) / sqrt(var + eps) * weight + bias over the last len(normalized_shape) axes, with
-    the biased variance, as torch.nn.functional.layer_norm."""
+    """layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5) -> em.Value
+
+    (x - mean) / sqrt(var + eps) * weight + bias over the last len(normalized_shape) axes, with
+    the biased variance, as torch.nn.functional.layer_norm.
+
+    >>> @em.compile
+    ... def f(x: em.f32["B", 8]):
+    ...     return em.nn.functional.layer_norm(x, 8)
+    >>> y = f(np.random.default_rng(0).normal(3, 2, size=(4, 8)).astype(np.float32)).numpy()
+    >>> bool(np.allclose(y.mean(1), 0, atol=1e-5)), bool(np.allclose(y.var(1), 1, atol=1e-3))
+    (True, True)
+    """
     what = "em.nn.functional.layer_norm"
     x = _value(x, "x", what)
     shape = tuple(normalized_shape) if isinstance(normalized_shape, (tuple, list)) else (normalized_shape,)
@@ -179,13 +225,34 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
 
 # ---- activations -----------------------------------------------------------------------------
 def relu(x):
-    """max(x, 0) elementwise; its derivative is 0 at x == 0 (as PyTorch)."""
+    """relu(x) -> em.Value
+
+    max(x, 0) elementwise; its derivative is 0 at x == 0 (as PyTorch). Also em.nn.relu.
+
+    >>> @em.compile
+    ... def f(x: em.f32["N"]):
+    ...     return em.nn.relu(x)
+    >>> x = np.random.default_rng(0).normal(size=6).astype(np.float32)
+    >>> bool(np.array_equal(f(x).numpy(), np.maximum(x, 0)))
+    True
+    """
     x = _value(x, "x", "em.nn.functional.relu")
     return ops.where(x > 0, x, 0.0)
 
 
 def sigmoid(x):
-    """1 / (1 + exp(-x)), evaluated as exp(-|x|) ratios so it neither overflows nor loses the tails."""
+    """sigmoid(x) -> em.Value
+
+    1 / (1 + exp(-x)) elementwise, evaluated from ``exp(-|x|)`` so it neither overflows nor loses the
+    tails. Also em.nn.sigmoid.
+
+    >>> @em.compile
+    ... def f(x: em.f32["N"]):
+    ...     return em.nn.sigmoid(x)
+    >>> x = np.random.default_rng(0).normal(0, 4, size=6).astype(np.float32)
+    >>> bool(np.allclose(f(x).numpy(), 1 / (1 + np.exp(-x)), rtol=1e-5))
+    True
+    """
     x = _value(x, "x", "em.nn.functional.sigmoid")
     pos = x >= 0
     z = ops.exp(ops.where(pos, -x, x))  # exp(-|x|) in (0, 1]: never overflows
@@ -193,7 +260,17 @@ def sigmoid(x):
 
 
 def silu(x):
-    """x * sigmoid(x) (the swish), elementwise."""
+    """silu(x) -> em.Value
+
+    x * sigmoid(x) (the swish), elementwise. Also em.nn.silu.
+
+    >>> @em.compile
+    ... def f(x: em.f32["N"]):
+    ...     return em.nn.silu(x)
+    >>> x = np.random.default_rng(0).normal(size=6).astype(np.float32)
+    >>> bool(np.allclose(f(x).numpy(), x / (1 + np.exp(-x)), rtol=1e-5, atol=1e-6))
+    True
+    """
     x = _value(x, "x", "em.nn.functional.silu")
     return x * sigmoid(x)
 
@@ -220,8 +297,19 @@ def _erfc_nonneg(a, scale):
 
 
 def erfc(x):
-    """The complementary error function 1 - erf(x), elementwise, with relative error ~1e-7 (a
-    Chebyshev fit, Numerical Recipes' erfcc; accurate in the tails, where 1 - erf would cancel)."""
+    """erfc(x) -> em.Value
+
+    The complementary error function 1 - erf(x), elementwise, with relative error ~1e-7 (a
+    Chebyshev fit, Numerical Recipes' erfcc; accurate in the tails, where 1 - erf would cancel).
+
+    >>> import math
+    >>> @em.compile
+    ... def f(x: em.f32["N"]):
+    ...     return em.nn.functional.erfc(x)
+    >>> x = np.random.default_rng(0).normal(0, 2, size=6).astype(np.float32)
+    >>> bool(np.allclose(f(x).numpy(), [math.erfc(v) for v in x], rtol=1e-5))
+    True
+    """
     x = _value(x, "x", "em.nn.functional.erfc")
     pos = x >= 0
     r = _erfc_nonneg(ops.where(pos, x, -x), 1.0)  # |x| with derivative 1 at 0 (abs would pass 0)
@@ -229,14 +317,38 @@ def erfc(x):
 
 
 def erf(x):
-    """The error function, elementwise, as 1 - erfc(x) (absolute error ~1e-7)."""
+    """erf(x) -> em.Value
+
+    The error function, elementwise, as 1 - erfc(x) (absolute error ~1e-7).
+
+    >>> import math
+    >>> @em.compile
+    ... def f(x: em.f32["N"]):
+    ...     return em.nn.functional.erf(x)
+    >>> x = np.random.default_rng(0).normal(size=6).astype(np.float32)
+    >>> bool(np.allclose(f(x).numpy(), [math.erf(v) for v in x], atol=1e-6))
+    True
+    """
     x = _value(x, "x", "em.nn.functional.erf")
     return 1.0 - erfc(x)
 
 
 def gelu(x):
-    """x * Phi(x) with the exact normal CDF (PyTorch's default approximate='none'), evaluated as
-    0.5 * x * erfc(-x / sqrt(2)): relative error ~1e-7 near 0 and a few 1e-7 in the tails."""
+    """gelu(x) -> em.Value
+
+    x * Phi(x) with the exact normal CDF (PyTorch's default approximate='none'), evaluated as
+    0.5 * x * erfc(-x / sqrt(2)): relative error ~1e-7 near 0 and a few 1e-7 in the tails. Also
+    em.nn.gelu.
+
+    >>> import math
+    >>> @em.compile
+    ... def f(x: em.f32["N"]):
+    ...     return em.nn.gelu(x)
+    >>> x = np.random.default_rng(0).normal(size=6).astype(np.float32)
+    >>> ref = [0.5 * v * math.erfc(-v / math.sqrt(2)) for v in x]
+    >>> bool(np.allclose(f(x).numpy(), ref, rtol=1e-5, atol=1e-6))
+    True
+    """
     x = _value(x, "x", "em.nn.functional.gelu")
     neg = x <= 0
     r = _erfc_nonneg(ops.where(neg, -x, x), 0.5)  # erfc(|x| / sqrt 2)
@@ -244,7 +356,19 @@ def gelu(x):
 
 
 def softmax(x, axis=-1):
-    """exp(x) / sum(exp(x)) along `axis`, with the maximum subtracted first (no overflow)."""
+    """softmax(x, axis=-1) -> em.Value
+
+    exp(x) / sum(exp(x)) along `axis`, with the maximum subtracted first (no overflow). Also
+    em.nn.softmax.
+
+    >>> @em.compile
+    ... def f(x: em.f32["B", 5]):
+    ...     return em.nn.softmax(x)
+    >>> x = np.random.default_rng(0).normal(0, 10, size=(3, 5)).astype(np.float32)
+    >>> e = np.exp(x - x.max(1, keepdims=True))
+    >>> bool(np.allclose(f(x).numpy(), e / e.sum(1, keepdims=True), atol=1e-6))
+    True
+    """
     what = "em.nn.functional.softmax"
     x = _value(x, "x", what)
     axis = _axis(axis, x, what)
@@ -254,7 +378,18 @@ def softmax(x, axis=-1):
 
 
 def log_softmax(x, axis=-1):
-    """x - log(sum(exp(x))) along `axis`, computed as (x - max) - log(sum(exp(x - max)))."""
+    """log_softmax(x, axis=-1) -> em.Value
+
+    x - log(sum(exp(x))) along `axis`, computed as (x - max) - log(sum(exp(x - max))). Also
+    em.nn.log_softmax.
+
+    >>> @em.compile
+    ... def f(x: em.f32["B", 5]):
+    ...     return em.nn.log_softmax(x)
+    >>> x = np.random.default_rng(0).normal(size=(3, 5)).astype(np.float32)
+    >>> bool(np.allclose(np.exp(f(x).numpy()).sum(1), 1, atol=1e-5))
+    True
+    """
     what = "em.nn.functional.log_softmax"
     x = _value(x, "x", what)
     axis = _axis(axis, x, what)
@@ -264,7 +399,18 @@ def log_softmax(x, axis=-1):
 
 # ---- losses ----------------------------------------------------------------------------------
 def mse_loss(pred, target):
-    """mean((pred - target)^2) over every element (PyTorch's reduction='mean'); equal shapes."""
+    """mse_loss(pred, target) -> em.Value
+
+    The mean of (pred - target)^2 over every element (PyTorch's reduction='mean'); equal shapes.
+    Also em.nn.mse_loss.
+
+    >>> @em.compile
+    ... def f(p: em.f32["N", 2], t: em.f32["N", 2]):
+    ...     return em.nn.mse_loss(p, t)
+    >>> p, t = np.random.default_rng(0).normal(size=(2, 4, 2)).astype(np.float32)
+    >>> bool(np.isclose(f(p, t).item(), ((p - t) ** 2).mean(), rtol=1e-5))
+    True
+    """
     what = "em.nn.functional.mse_loss"
     pred = _value(pred, "pred", what)
     target = _value(target, "target", what)
@@ -279,8 +425,21 @@ def mse_loss(pred, target):
 
 
 def cross_entropy(logits, labels):
-    """mean over the batch of -log_softmax(logits)[b, labels[b]]: logits [B, C] f32, labels i32 [B]
-    (class indices in [0, C); out-of-range labels are clamped, as Ember's gathers)."""
+    """cross_entropy(logits, labels) -> em.Value
+
+    The mean over the batch of -log_softmax(logits)[b, labels[b]]: logits [B, C] f32, labels i32
+    [B] (class indices in [0, C); out-of-range labels are clamped, as Ember's gathers). Also
+    em.nn.cross_entropy.
+
+    >>> @em.compile
+    ... def f(logits: em.f32["B", 4], labels: em.i32["B"]):
+    ...     return em.nn.cross_entropy(logits, labels)
+    >>> rng = np.random.default_rng(0)
+    >>> logits, labels = rng.normal(size=(5, 4)).astype(np.float32), rng.integers(0, 4, 5).astype(np.int32)
+    >>> lp = logits - np.log(np.exp(logits).sum(1, keepdims=True))
+    >>> bool(np.isclose(f(logits, labels).item(), -lp[np.arange(5), labels].mean(), rtol=1e-5))
+    True
+    """
     what = "em.nn.functional.cross_entropy"
     logits = _value(logits, "logits", what, rank=2)
     labels = _value(labels, "labels", what, dtype=("i32", "u32"), rank=1)

@@ -1,14 +1,15 @@
 """em.nn.init: PyTorch's default parameter initializations, on the host with NumPy.
 
 A layer's parameters are created when it is constructed, as float32 NumPy arrays drawn from a
-np.random.Generator:
+np.random.Generator::
 
     generator(seed)      a given seed: its own reproducible stream (np.random.SeedSequence(seed));
     generator()          the next stream of the global seed set by em.random.seed(s) (0 until set),
                          so em.random.seed(s) followed by the same layers gives the same parameters,
                          and each layer (each call) gets a different stream.
 
-The formulas are those of torch.nn's reset_parameters():
+The formulas are those of torch.nn's reset_parameters()::
+
     Linear, Conv2d  weight: kaiming_uniform_(a=sqrt(5)), i.e. U(-b, b) with
                     b = gain * sqrt(3 / fan_in), gain = sqrt(2 / (1 + a^2)) = sqrt(1/3), so
                     b = 1 / sqrt(fan_in); bias: U(-1/sqrt(fan_in), 1/sqrt(fan_in)).
@@ -31,8 +32,17 @@ _BOOL_TYPES = (bool, np.bool_)
 
 
 def generator(seed=None):
-    """A np.random.Generator: its own reproducible stream for an int seed (>= 0), or for None the
-    next stream of the global seed that em.random.seed(s) sets (deterministic: 0 until set)."""
+    """generator(seed=None) -> numpy.random.Generator
+
+    A NumPy generator for parameter initialization: its own reproducible stream for an int seed
+    (>= 0), or for None the next stream of the global seed that em.random.seed(s) sets
+    (deterministic: 0 until set), so each layer built without a seed gets a different stream.
+
+    >>> a = em.nn.init.generator(7).uniform(size=3)
+    >>> b = em.nn.init.generator(7).uniform(size=3)
+    >>> bool(np.array_equal(a, b))
+    True
+    """
     if seed is None:
         return np.random.Generator(np.random.PCG64(_random._next_host_stream()))
     if isinstance(seed, _BOOL_TYPES) or not isinstance(seed, _INT_TYPES):
@@ -60,13 +70,28 @@ def _size(v, name, what, minimum=1):
 
 
 def uniform(shape, bound, rng=None):
-    """float32 U(-bound, bound) of `shape` (bound 0 gives zeros)."""
+    """uniform(shape, bound, rng=None) -> numpy.ndarray
+
+    float32 U(-bound, bound) of `shape` (bound 0 gives zeros), from `rng` (em.nn.init.generator())
+    or the next global stream.
+
+    >>> w = em.nn.init.uniform((100,), 0.5, em.nn.init.generator(0))
+    >>> w.dtype, bool(np.all(np.abs(w) <= 0.5))
+    (dtype('float32'), True)
+    """
     rng = _rng(rng, "em.nn.init.uniform")
     return rng.uniform(-bound, bound, shape).astype(np.float32)
 
 
 def normal(shape, std=1.0, rng=None):
-    """float32 N(0, std^2) of `shape`."""
+    """normal(shape, std=1.0, rng=None) -> numpy.ndarray
+
+    float32 N(0, std^2) of `shape`.
+
+    >>> w = em.nn.init.normal((20000,), 2.0, em.nn.init.generator(0))
+    >>> bool(abs(w.std() - 2.0) < 0.05)
+    True
+    """
     rng = _rng(rng, "em.nn.init.normal")
     return (rng.standard_normal(shape) * std).astype(np.float32)
 
@@ -76,8 +101,16 @@ def _fan_in_bound(fan_in):
 
 
 def linear(in_features, out_features, bias=True, rng=None):
-    """(W [out, in], b [out] or None), float32, as torch.nn.Linear: W = kaiming_uniform(a=sqrt(5)),
-    i.e. U(-1/sqrt(in), 1/sqrt(in)), and b = U(-1/sqrt(in), 1/sqrt(in))."""
+    """linear(in_features, out_features, bias=True, rng=None) -> (numpy.ndarray, numpy.ndarray or None)
+
+    (W [out, in], b [out] or None), float32, as torch.nn.Linear initializes them:
+    W = kaiming_uniform(a=sqrt(5)), i.e. U(-1/sqrt(in), 1/sqrt(in)), and b = U(-1/sqrt(in),
+    1/sqrt(in)).
+
+    >>> w, b = em.nn.init.linear(16, 4, rng=em.nn.init.generator(0))
+    >>> w.shape, b.shape, bool(np.abs(w).max() <= 0.25)
+    ((4, 16), (4,), True)
+    """
     what = "em.nn.init.linear"
     fi = _size(in_features, "in_features", what, 0)
     fo = _size(out_features, "out_features", what, 0)
@@ -88,8 +121,15 @@ def linear(in_features, out_features, bias=True, rng=None):
 
 
 def conv2d(in_channels, out_channels, kh, kw, bias=True, rng=None):
-    """(W [out, in, kh, kw], b [out] or None), float32, as torch.nn.Conv2d: U(-1/sqrt(fan_in),
-    1/sqrt(fan_in)) for both, fan_in = in_channels * kh * kw."""
+    """conv2d(in_channels, out_channels, kh, kw, bias=True, rng=None) -> (numpy.ndarray, numpy.ndarray or None)
+
+    (W [out, in, kh, kw], b [out] or None), float32, as torch.nn.Conv2d: U(-1/sqrt(fan_in),
+    1/sqrt(fan_in)) for both, fan_in = in_channels * kh * kw.
+
+    >>> w, b = em.nn.init.conv2d(4, 8, 2, 2, rng=em.nn.init.generator(0))
+    >>> w.shape, bool(np.abs(w).max() <= 0.25)
+    ((8, 4, 2, 2), True)
+    """
     what = "em.nn.init.conv2d"
     ci = _size(in_channels, "in_channels", what)
     co = _size(out_channels, "out_channels", what)
@@ -102,7 +142,13 @@ def conv2d(in_channels, out_channels, kh, kw, bias=True, rng=None):
 
 
 def embedding(num_embeddings, embedding_dim, rng=None):
-    """W [num, dim] float32 ~ N(0, 1), as torch.nn.Embedding."""
+    """embedding(num_embeddings, embedding_dim, rng=None) -> numpy.ndarray
+
+    W [num, dim] float32 ~ N(0, 1), as torch.nn.Embedding.
+
+    >>> em.nn.init.embedding(10, 3, em.nn.init.generator(0)).shape
+    (10, 3)
+    """
     what = "em.nn.init.embedding"
     n = _size(num_embeddings, "num_embeddings", what)
     d = _size(embedding_dim, "embedding_dim", what)
@@ -110,8 +156,15 @@ def embedding(num_embeddings, embedding_dim, rng=None):
 
 
 def layer_norm(normalized_shape):
-    """(weight ones, bias zeros) of `normalized_shape` (an int or a tuple), float32, as
-    torch.nn.LayerNorm (elementwise_affine=True)."""
+    """layer_norm(normalized_shape) -> (numpy.ndarray, numpy.ndarray)
+
+    (weight ones, bias zeros) of `normalized_shape` (an int or a tuple), float32, as
+    torch.nn.LayerNorm (elementwise_affine=True).
+
+    >>> w, b = em.nn.init.layer_norm(3)
+    >>> w.tolist(), b.tolist()
+    ([1.0, 1.0, 1.0], [0.0, 0.0, 0.0])
+    """
     shape = tuple(normalized_shape) if isinstance(normalized_shape, (tuple, list)) else (normalized_shape,)
     shape = tuple(_size(d, "normalized_shape", "em.nn.init.layer_norm") for d in shape)
     return np.ones(shape, np.float32), np.zeros(shape, np.float32)

@@ -17,8 +17,16 @@ _TRACED = "_em_traced"  # set in the __dict__ of a traced structural copy
 
 
 class Parameter:
-    """A trainable f32 tensor of a Module (the optimizers update it in place). Wraps an em.Tensor
-    (`.data`); converts with np.asarray(p) or p.numpy() and passes to compiled functions as a tensor."""
+    """Parameter(data)
+
+    A trainable f32 tensor of a Module, which the optimizers update in place. It wraps an em.Tensor
+    (``.data``), converts with ``np.asarray(p)`` or ``p.numpy()``, and passes to compiled functions
+    as a tensor. Floating-point data converts to f32; anything else is an ember.TypeError.
+
+    >>> p = em.nn.Parameter(np.random.default_rng(0).normal(size=(3, 2)))
+    >>> p.shape, p.dtype, isinstance(p.data, em.Tensor)
+    ((3, 2), em.f32, True)
+    """
 
     __slots__ = ("data", "__weakref__")
 
@@ -35,13 +43,51 @@ class Parameter:
             raise _C.TypeError(f"em.nn.Parameter must be floating point (stored as f32), got NumPy dtype {a.dtype}")
         self.data = tensor(a.astype(np.float32), f32)
 
-    shape = property(lambda self: self.data.shape, doc="The shape, a tuple of ints.")
-    dtype = property(lambda self: f32, doc="Always em.f32.")
-    ndim = property(lambda self: self.data.ndim)
-    size = property(lambda self: self.data.size)
+    @property
+    def shape(self):
+        """The shape, a tuple of ints.
+
+        >>> em.nn.Parameter(np.zeros((2, 5))).shape
+        (2, 5)
+        """
+        return self.data.shape
+
+    @property
+    def dtype(self):
+        """The element type: always em.f32.
+
+        >>> em.nn.Parameter(np.zeros(3)).dtype
+        em.f32
+        """
+        return f32
+
+    @property
+    def ndim(self):
+        """The number of axes.
+
+        >>> em.nn.Parameter(np.zeros((2, 5))).ndim
+        2
+        """
+        return self.data.ndim
+
+    @property
+    def size(self):
+        """The number of elements.
+
+        >>> em.nn.Parameter(np.zeros((2, 5))).size
+        10
+        """
+        return self.data.size
 
     def numpy(self):
-        """A host copy as a NumPy array."""
+        """numpy() -> numpy.ndarray
+
+        A host copy as a NumPy array (float32).
+
+        >>> a = np.random.default_rng(0).normal(size=4).astype(np.float32)
+        >>> bool(np.array_equal(em.nn.Parameter(a).numpy(), a))
+        True
+        """
         return self.data.numpy()
 
     def __array__(self, dtype=None, copy=None):
@@ -67,14 +113,44 @@ def _plain(v):
 
 
 class Module:
-    """Base class of layers and models (as torch.nn.Module): assign Parameters, em.Tensors (buffers)
-    and sub-Modules as attributes, define forward(); call the module to run it."""
+    """Module()
+
+    The base class of layers and models (as torch.nn.Module): assign Parameters, em.Tensors
+    (buffers) and sub-Modules as attributes, define forward(), and call the module to run it. Inside
+    a compiled function that takes the module as an argument (annotated with its class), its tensors
+    are program inputs and ``model(x)`` traces forward; outside, ``model(x)`` compiles (once per
+    class, structure and input shapes) and runs a program, returning em.Tensor.
+
+    >>> class Affine(em.nn.Module):
+    ...     def __init__(self, n):
+    ...         self.scale = em.nn.Parameter(np.full(n, 2.0, np.float32))
+    ...         self.shift = em.nn.Parameter(np.ones(n, np.float32))
+    ...     def forward(self, x):
+    ...         return x * self.scale + self.shift
+    >>> m = Affine(3)
+    >>> @em.compile
+    ... def run(m: Affine, x: em.f32["B", 3]):
+    ...     return m(x)
+    >>> x = np.random.default_rng(0).normal(size=(2, 3)).astype(np.float32)
+    >>> bool(np.allclose(run(m, x).numpy(), 2 * x + 1)), bool(np.allclose(m(x).numpy(), 2 * x + 1))
+    (True, True)
+    """
 
     def __init__(self):
         pass  # members live in __dict__; nothing to set up (calling it is optional, as a courtesy)
 
     def forward(self, *args):
-        """The module's computation on traced values; subclasses define it."""
+        """forward(*args) -> em.Value
+
+        The module's computation on traced values; subclasses define it (calling the module runs it).
+
+        >>> class Double(em.nn.Module):
+        ...     def forward(self, x):
+        ...         return 2.0 * x
+        >>> x = np.random.default_rng(0).normal(size=3).astype(np.float32)
+        >>> bool(np.allclose(Double()(x).numpy(), 2 * x))
+        True
+        """
         raise _C.TypeError(f"{type(self).__name__} does not define forward()")
 
     def __call__(self, *args, **kwargs):
@@ -107,32 +183,88 @@ class Module:
                 yield prefix + k, v
 
     def named_parameters(self):
-        """(dotted name, Parameter) pairs in registration order (a shared Parameter once)."""
+        """named_parameters() -> list of (str, em.nn.Parameter)
+
+        (dotted name, Parameter) pairs in registration (assignment) order, depth first; a Parameter
+        shared by two members appears once.
+
+        >>> mlp = em.nn.Sequential(em.nn.Linear(2, 3, seed=0), em.nn.Linear(3, 1, bias=False, seed=1))
+        >>> [(n, p.shape) for n, p in mlp.named_parameters()]
+        [('0.weight', (3, 2)), ('0.bias', (3,)), ('1.weight', (1, 3))]
+        """
         return [(n, v) for n, v in self._tensors() if isinstance(v, Parameter)]
 
     def parameters(self):
-        """The Parameters, in registration order."""
+        """parameters() -> list of em.nn.Parameter
+
+        The Parameters, in registration order (what an optimizer made from the module trains).
+
+        >>> sum(p.size for p in em.nn.Linear(4, 3, seed=0).parameters())
+        15
+        """
         return [v for _, v in self.named_parameters()]
 
     def named_buffers(self):
-        """(dotted name, em.Tensor) of the buffers: tensor attributes that are not Parameters."""
+        """named_buffers() -> list of (str, em.Tensor)
+
+        (dotted name, em.Tensor) of the buffers: tensor attributes that are not Parameters (state a
+        program may read and update, such as running statistics).
+
+        >>> class Counter(em.nn.Module):
+        ...     def __init__(self):
+        ...         self.count = em.zeros((), em.i32)
+        >>> [(n, t.dtype) for n, t in Counter().named_buffers()]
+        [('count', em.i32)]
+        """
         return [(n, v) for n, v in self._tensors() if not isinstance(v, Parameter)]
 
     def buffers(self):
-        """The buffers (em.Tensor attributes that are not Parameters)."""
+        """buffers() -> list of em.Tensor
+
+        The buffers (em.Tensor attributes that are not Parameters), in registration order.
+
+        >>> class Stats(em.nn.Module):
+        ...     def __init__(self):
+        ...         self.mean = em.zeros((4,))
+        ...         self.w = em.nn.Parameter(np.ones(4, np.float32))
+        >>> [t.shape for t in Stats().buffers()]
+        [(4,)]
+        """
         return [v for _, v in self.named_buffers()]
 
     def children(self):
-        """The direct sub-Modules."""
+        """children() -> list of em.nn.Module
+
+        The direct sub-Modules, in registration order.
+
+        >>> seq = em.nn.Sequential(em.nn.Linear(2, 2, seed=0), em.nn.ReLU())
+        >>> [type(m).__name__ for m in seq.children()]
+        ['Linear', 'ReLU']
+        """
         return [v for _, v in self._members() if isinstance(v, Module)]
 
     def state_dict(self):
-        """{dotted name: NumPy array} of every parameter and buffer (host copies)."""
+        """state_dict() -> dict of str to numpy.ndarray
+
+        {dotted name: NumPy array} of every parameter and buffer (host copies); em.save writes it.
+
+        >>> sd = em.nn.Linear(3, 2, seed=0).state_dict()
+        >>> sorted(sd), sd["weight"].shape
+        (['bias', 'weight'], (2, 3))
+        """
         return {n: v.numpy() for n, v in self._tensors()}
 
     def load_state_dict(self, state):
-        """Sets every parameter and buffer from {dotted name: array}; ember.Error on a missing or
-        extra key, ember.ShapeError / ember.TypeError on a shape or dtype mismatch (nothing changes)."""
+        """load_state_dict(state) -> None
+
+        Sets every parameter and buffer from {dotted name: array}: ember.Error on a missing or extra
+        key, ember.ShapeError / ember.TypeError on a shape or dtype mismatch (then nothing changes).
+
+        >>> a, b = em.nn.Linear(3, 2, seed=0), em.nn.Linear(3, 2, seed=1)
+        >>> b.load_state_dict(a.state_dict())
+        >>> bool(np.array_equal(a.weight.numpy(), b.weight.numpy()))
+        True
+        """
         own = dict(self._tensors())
         missing, extra = sorted(set(own) - set(state)), sorted(set(state) - set(own))
         if missing or extra:
@@ -166,7 +298,13 @@ class Module:
         return f"{type(self).__name__}({self.extra_repr()}{inner}{chr(10) if inner else ''})"
 
     def extra_repr(self):
-        """The constructor's arguments shown by repr (layers override it)."""
+        """extra_repr() -> str
+
+        The constructor's arguments shown by repr(module); layers override it.
+
+        >>> em.nn.Linear(3, 2, seed=0).extra_repr()
+        'in_features=3, out_features=2, bias=True'
+        """
         return ""
 
     # Program arguments (python/ember/_objargs.py).
@@ -224,7 +362,18 @@ class Module:
 
 
 def save(path, obj):
-    """Saves a Module's or optimizer's state_dict, or a dict of arrays, as a .npz file at `path`."""
+    """save(path, obj) -> None
+
+    Saves a Module's or optimizer's state_dict, or a dict of arrays, as a .npz file at `path`
+    (exactly that path: no suffix is added). Read it back with em.load.
+
+    >>> import os, tempfile
+    >>> model = em.nn.Linear(3, 2, seed=0)
+    >>> path = os.path.join(tempfile.mkdtemp(), "model.npz")
+    >>> em.save(path, model)
+    >>> sorted(em.load(path))
+    ['bias', 'weight']
+    """
     state = obj.state_dict() if hasattr(obj, "state_dict") else obj
     if not isinstance(state, dict):
         raise _C.TypeError(f"em.save: expected a Module, an optimizer or a dict of arrays, got {type(obj).__name__}")
@@ -238,6 +387,17 @@ def save(path, obj):
 
 
 def load(path):
-    """The dict of NumPy arrays saved by em.save (give it to load_state_dict)."""
+    """load(path) -> dict of str to numpy.ndarray
+
+    The dict of NumPy arrays saved by em.save (give it to load_state_dict).
+
+    >>> import os, tempfile
+    >>> a, b = em.nn.Linear(3, 2, seed=0), em.nn.Linear(3, 2, seed=1)
+    >>> path = os.path.join(tempfile.mkdtemp(), "a.npz")
+    >>> em.save(path, a)
+    >>> b.load_state_dict(em.load(path))
+    >>> bool(np.array_equal(a.bias.numpy(), b.bias.numpy()))
+    True
+    """
     with np.load(path, allow_pickle=False) as z:
         return {k: z[k] for k in z.files}

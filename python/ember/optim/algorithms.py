@@ -6,8 +6,26 @@ from .optimizer import Optimizer
 
 
 class SGD(Optimizer):
-    """Stochastic gradient descent with momentum, dampening, Nesterov momentum and weight decay
-    (torch.optim.SGD). The momentum buffer is kept even while momentum is 0."""
+    """SGD(params, lr=1e-3, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False, clip_value=None, clip_norm=None)
+
+    Stochastic gradient descent with momentum, dampening, Nesterov momentum and weight decay, as
+    torch.optim.SGD. The momentum buffer is kept even while momentum is 0 (so changing it does not
+    change the program).
+
+    >>> rng = np.random.default_rng(0)
+    >>> x = rng.normal(size=(32, 2)).astype(np.float32)
+    >>> y = x @ np.array([[2.0], [-1.0]], np.float32) + 0.5
+    >>> model = em.nn.Linear(2, 1, seed=0)
+    >>> opt = em.optim.SGD(model, lr=0.1, momentum=0.9)
+    >>> @em.compile
+    ... def train(model: em.nn.Linear, opt: em.optim.SGD, x: em.f32["B", 2], y: em.f32["B", 1]):
+    ...     loss = em.nn.mse_loss(model(x), y)
+    ...     opt.step(loss)
+    ...     return loss
+    >>> losses = [train(model, opt, x, y).item() for _ in range(100)]
+    >>> losses[-1] < 0.05 * losses[0]
+    True
+    """
 
     _state_names = ("momentum_buffer",)
     _bools = ("nesterov",)
@@ -26,8 +44,25 @@ class SGD(Optimizer):
 
 
 class Adam(Optimizer):
-    """Adam with bias correction (step count t) and L2 weight decay added to the gradient
-    (torch.optim.Adam, amsgrad=False)."""
+    """Adam(params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0, clip_value=None, clip_norm=None)
+
+    Adam with bias correction (by the step count) and L2 weight decay added to the gradient, as
+    torch.optim.Adam (amsgrad=False).
+
+    >>> rng = np.random.default_rng(0)
+    >>> x = rng.normal(size=(32, 2)).astype(np.float32)
+    >>> y = x @ np.array([[2.0], [-1.0]], np.float32) + 0.5
+    >>> model = em.nn.Linear(2, 1, seed=0)
+    >>> opt = em.optim.Adam(model, lr=0.1)
+    >>> @em.compile
+    ... def train(model: em.nn.Linear, opt: em.optim.Adam, x: em.f32["B", 2], y: em.f32["B", 1]):
+    ...     loss = em.nn.mse_loss(model(x), y)
+    ...     opt.step(loss)
+    ...     return loss
+    >>> losses = [train(model, opt, x, y).item() for _ in range(100)]
+    >>> losses[-1] < 0.05 * losses[0]
+    True
+    """
 
     _state_names = ("exp_avg", "exp_avg_sq")
     _decoupled = False
@@ -40,7 +75,13 @@ class Adam(Optimizer):
 
     @property
     def betas(self):
-        """(beta1, beta2)."""
+        """(beta1, beta2), the moment decay rates; assignable (runtime scalars: no recompile).
+
+        >>> opt = em.optim.Adam(em.nn.Linear(2, 1, seed=0), betas=(0.8, 0.99))
+        >>> opt.betas = (0.9, 0.995)
+        >>> opt.beta2
+        0.995
+        """
         return (self.beta1, self.beta2)
 
     @betas.setter
@@ -62,8 +103,25 @@ class Adam(Optimizer):
 
 
 class AdamW(Adam):
-    """Adam with decoupled weight decay: p *= 1 - lr * weight_decay before the Adam step
-    (torch.optim.AdamW)."""
+    """AdamW(params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2, clip_value=None, clip_norm=None)
+
+    Adam with decoupled weight decay: ``p *= 1 - lr * weight_decay`` before the Adam step, as
+    torch.optim.AdamW.
+
+    >>> rng = np.random.default_rng(0)
+    >>> x = rng.normal(size=(32, 2)).astype(np.float32)
+    >>> y = x @ np.array([[2.0], [-1.0]], np.float32) + 0.5
+    >>> model = em.nn.Linear(2, 1, seed=0)
+    >>> opt = em.optim.AdamW(model, lr=0.1, weight_decay=1e-4)
+    >>> @em.compile
+    ... def train(model: em.nn.Linear, opt: em.optim.AdamW, x: em.f32["B", 2], y: em.f32["B", 1]):
+    ...     loss = em.nn.mse_loss(model(x), y)
+    ...     opt.step(loss)
+    ...     return loss
+    >>> losses = [train(model, opt, x, y).item() for _ in range(100)]
+    >>> losses[-1] < 0.05 * losses[0]
+    True
+    """
 
     _decoupled = True
 
@@ -74,7 +132,24 @@ class AdamW(Adam):
 
 
 class RMSprop(Optimizer):
-    """RMSprop with momentum, centering and weight decay (torch.optim.RMSprop)."""
+    """RMSprop(params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0.0, momentum=0.0, centered=False, clip_value=None, clip_norm=None)
+
+    RMSprop with momentum, centering and weight decay, as torch.optim.RMSprop.
+
+    >>> rng = np.random.default_rng(0)
+    >>> x = rng.normal(size=(32, 2)).astype(np.float32)
+    >>> y = x @ np.array([[2.0], [-1.0]], np.float32) + 0.5
+    >>> model = em.nn.Linear(2, 1, seed=0)
+    >>> opt = em.optim.RMSprop(model, lr=0.03)
+    >>> @em.compile
+    ... def train(model: em.nn.Linear, opt: em.optim.RMSprop, x: em.f32["B", 2], y: em.f32["B", 1]):
+    ...     loss = em.nn.mse_loss(model(x), y)
+    ...     opt.step(loss)
+    ...     return loss
+    >>> losses = [train(model, opt, x, y).item() for _ in range(100)]
+    >>> losses[-1] < 0.05 * losses[0]
+    True
+    """
 
     _state_names = ("square_avg", "momentum_buffer", "grad_avg")
     _bools = ("centered",)

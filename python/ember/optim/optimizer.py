@@ -23,8 +23,21 @@ _TRACED = "_em_traced"
 
 
 class Optimizer:
-    """Base class: subclasses set `_state_names` (per-parameter state tensors) and `_bools`
-    (hyperparameters passed as bool scalars) and define `_update(p, g, state, h, t)`."""
+    """Optimizer(params, **hyper)
+
+    The base of em.optim's optimizers. An optimizer takes a Module (or an iterable of Parameters),
+    owns its state as em.Tensors (per-parameter moments, a step counter) and its hyperparameters as
+    Python numbers (``opt.lr``). Passed to a compiled function (annotated with its class) next to
+    the module, all of them become program inputs: the tensors are updated in place and the
+    hyperparameters are runtime scalars, so changing ``opt.lr`` between calls does not recompile.
+    Inside the program ``opt.step(loss)`` differentiates, clips, and updates. Subclasses set
+    ``_state_names`` and ``_bools`` and define ``_update(p, g, state, h, t)``.
+
+    >>> model = em.nn.Linear(3, 1, seed=0)
+    >>> opt = em.optim.SGD(model, lr=0.1)
+    >>> isinstance(opt, em.optim.Optimizer), opt.lr, opt.step_count
+    (True, 0.1, 0)
+    """
 
     _em_order = 1  # described after the modules, whose parameters it refers to
     _state_names = ()
@@ -85,20 +98,51 @@ class Optimizer:
 
     @property
     def param_groups(self):
-        """[the hyperparameter dict] (as PyTorch's single param group); edits take effect next call."""
+        """[the hyperparameter dict], as PyTorch's single param group; edits take effect at the next call
+        (without recompiling).
+
+        >>> opt = em.optim.Adam(em.nn.Linear(2, 2, seed=0), lr=1e-3)
+        >>> opt.param_groups[0]["lr"] = 5e-4
+        >>> opt.lr
+        0.0005
+        """
         return [_Hyper(self)]
 
     @property
     def step_count(self):
-        """The number of steps taken (the step counter tensor's value)."""
+        """The number of steps taken (the value of the step counter tensor).
+
+        >>> model = em.nn.Linear(2, 1, seed=0)
+        >>> opt = em.optim.SGD(model, lr=0.1)
+        >>> @em.compile
+        ... def train(model: em.nn.Linear, opt: em.optim.SGD, x: em.f32["B", 2], y: em.f32["B", 1]):
+        ...     opt.step(em.nn.mse_loss(model(x), y))
+        >>> x, y = np.ones((4, 2), np.float32), np.zeros((4, 1), np.float32)
+        >>> train(model, opt, x, y); train(model, opt, x, y)
+        >>> opt.step_count
+        2
+        """
         return int(self._step.item())
 
     def zero_grad(self, set_to_none=True):
-        """Does nothing: gradients are computed afresh by each step (kept for PyTorch habits)."""
+        """zero_grad(set_to_none=True) -> None
+
+        Does nothing: each step computes its gradients afresh (kept for PyTorch habits).
+
+        >>> em.optim.SGD(em.nn.Linear(2, 1, seed=0)).zero_grad()
+        """
 
     # State.
     def state_dict(self):
-        """{name: NumPy array}: "step", "state.<param>.<name>" and "hyper.<name>" (a clip of None is inf)."""
+        """state_dict() -> dict of str to numpy.ndarray
+
+        {name: NumPy array}: "step", "state.<param>.<name>" and "hyper.<name>" (a clip of None is inf);
+        em.save writes it.
+
+        >>> sd = em.optim.Adam(em.nn.Linear(2, 1, seed=0), lr=0.01).state_dict()
+        >>> sd["step"].item(), sd["hyper.lr"].item(), sd["state.weight.exp_avg"].shape
+        (0.0, 0.01, (1, 2))
+        """
         out = {"step": self._step.numpy()}
         for n, st in zip(self._names, self._state):
             for k, t in st.items():
@@ -108,8 +152,17 @@ class Optimizer:
         return out
 
     def load_state_dict(self, state):
-        """Restores state_dict(); ember.Error on a missing or extra key, ember.ShapeError on a shape
-        mismatch (nothing changes then)."""
+        """load_state_dict(state) -> None
+
+        Restores state_dict(): ember.Error on a missing or extra key, ember.ShapeError on a shape
+        mismatch (then nothing changes).
+
+        >>> model = em.nn.Linear(2, 1, seed=0)
+        >>> a, b = em.optim.Adam(model, lr=0.01), em.optim.Adam(model, lr=0.5)
+        >>> b.load_state_dict(a.state_dict())
+        >>> b.lr
+        0.01
+        """
         own = self.state_dict()
         missing, extra = sorted(set(own) - set(state)), sorted(set(state) - set(own))
         if missing or extra:
@@ -160,8 +213,29 @@ class Optimizer:
         return c
 
     def step(self, loss):
-        """Inside a compiled function taking this optimizer as an argument: one optimization step on
-        the scalar `loss` (gradients, clipping, update; parameters and state written in place)."""
+        """step(loss) -> None
+
+        Inside a compiled function that takes this optimizer (and its module) as arguments: one
+        optimization step on the scalar `loss`: the gradients with respect to the parameters (em.grad),
+        clipping by value then by global norm (clip_value, clip_norm; as torch's ``clip_grad_value_`` and
+        ``clip_grad_norm_``), the update rule; the parameters, state and step counter are written in place.
+
+        >>> rng = np.random.default_rng(0)
+        >>> x = rng.normal(size=(64, 3)).astype(np.float32)
+        >>> y = x @ np.array([[1.0], [-2.0], [0.5]], np.float32)
+        >>> model = em.nn.Linear(3, 1, seed=0)
+        >>> opt = em.optim.Adam(model, lr=0.05)
+        >>> @em.compile
+        ... def train(model: em.nn.Linear, opt: em.optim.Adam, x: em.f32["B", 3], y: em.f32["B", 1]):
+        ...     loss = em.nn.mse_loss(model(x), y)
+        ...     opt.step(loss)
+        ...     return loss
+        >>> first = train(model, opt, x, y).item()
+        >>> for _ in range(200):
+        ...     last = train(model, opt, x, y).item()
+        >>> last < 0.01 * first
+        True
+        """
         if not self.__dict__.get(_TRACED):
             raise T.error(_C.Error, f"{type(self).__name__}.step(loss) runs inside a compiled function that takes "
                                     f"the optimizer as an argument annotated with em.optim.{type(self).__name__}")
