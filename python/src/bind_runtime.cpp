@@ -115,9 +115,7 @@ np.asarray(t), .item() or .tolist().
 24
 )doc")
       .def_property_readonly("_data_ptr", [](const HostTensor& h) { return reinterpret_cast<uintptr_t>(h.data); })
-      .def("numpy", &to_numpy, R"doc(numpy() -> numpy.ndarray
-
-A NumPy copy of the tensor (from device memory on the GPU backends; bool words become ``np.bool_``).
+      .def("numpy", &to_numpy, R"doc(A NumPy copy of the tensor (from device memory on the GPU backends; bool words become ``np.bool_``).
 
 >>> a = np.random.default_rng(0).normal(size=(3, 2)).astype(np.float32)
 >>> b = em.tensor(a).numpy()
