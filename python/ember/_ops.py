@@ -10,6 +10,7 @@ import numpy as np
 from . import _ember as _C
 from . import _dtypes as D
 from . import _tracing as T
+from ._tensor import tensor as _tensor
 from ._value import Value
 
 Op = _C.Op
@@ -480,8 +481,7 @@ def cast(x, dtype):
     if tr is None:
         if T.is_scalar(x):
             return builtins.bool(x) if dt is D.bool else (float(x) if dt is D.f32 else int(x))
-        from ._tensor import tensor
-        return tensor(x, dt)
+        return _tensor(x, dt)
     tr = T.tracer()
     if isinstance(x, Value):
         return x if x.node.dtype == dt.name else Value(tr.cast(x.node, dt._c))

@@ -105,9 +105,20 @@ def const(tr, x, like=None):
     raise error(_C.TypeError, f"cannot use a value of type {type(x).__name__} in a traced expression")
 
 
+class Traced:
+    """A handle to an IR node of the current trace. em.Value (_value.py) subclasses it with the
+    operators; the conversions below recognize traced values by this class, so this module does
+    not depend on _value (which depends on it)."""
+
+    __slots__ = ("node",)
+
+    def __init__(self, node):
+        self.node = node
+
+
 def node_of(tr, x, like=None):
     """The node of a Value, or a constant for a Python number (weakly typed against `like`)."""
-    if isinstance(x, Value):
+    if isinstance(x, Traced):
         return x.node
     return const(tr, x, like)
 
@@ -116,7 +127,7 @@ def nodes(tr, *xs):
     """Nodes for several operands: Python numbers are typed after the strongest Value among them."""
     like = None
     for x in xs:
-        if isinstance(x, Value):
+        if isinstance(x, Traced):
             like = x.node.dtype if like is None else D.promote(like, x.node.dtype)
     return [node_of(tr, x, like) for x in xs]
 
@@ -127,7 +138,7 @@ def shape_nodes(tr, shape):
         shape = (shape,)
     out = []
     for d in shape:
-        if isinstance(d, Value):
+        if isinstance(d, Traced):
             n = d.node
             if n.rank != 0:
                 raise error(_C.ShapeError, f"a dimension must be a scalar, got a value of shape {d.shape}")
@@ -139,7 +150,3 @@ def shape_nodes(tr, shape):
         else:
             raise error(_C.TypeError, f"a dimension must be an int or a scalar integer value, got {d!r}")
     return out
-
-
-# Set by _value.py (which imports this module) to its Value class.
-Value = None

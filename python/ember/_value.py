@@ -83,7 +83,7 @@ def _int_index(tr, k, dim, axis):
     return tr.constant(float(k), D.i32._c)
 
 
-class Value:
+class Value(T.Traced):
     """Value(node)
 
     A traced tensor or scalar value: what the arguments of a compiled function are while it is
@@ -102,12 +102,9 @@ class Value:
     True
     """
 
-    __slots__ = ("node",)
+    __slots__ = ()
     __array_ufunc__ = None  # numpy_array + value defers to Value.__radd__
     __array_priority__ = 1000
-
-    def __init__(self, node):
-        self.node = node
 
     @property
     def shape(self):
@@ -316,6 +313,3 @@ class Var(Value):
 
     def __repr__(self):
         return "<em.Var" + super().__repr__()[len("<em.Value"):]
-
-
-T.Value = Value  # the helpers in _tracing recognize traced values by this class
