@@ -121,11 +121,11 @@ def encode_png(px):
 
 def to_png(img, scale=None):
     """PNG bytes of an image-shaped em.Tensor or NumPy array (rules: help(ember._display));
-    `scale` enlarges by whole pixels (None: small images up to 256 pixels, at most 8x).
+    `scale` enlarges by whole pixels (None: until the longer side has 256 pixels, at most 8x).
     Example: ``open("d.png", "wb").write(em.to_png(em.tensor(np.random.rand(64, 64))))``."""
     px = to_rgb8(img)
     if scale is None:
-        scale = max(1, min(8, _TARGET // max(px.shape[:2])))
+        scale = max(1, min(8, -(-_TARGET // max(px.shape[:2]))))  # ceil: the longer side reaches 256
     if isinstance(scale, bool) or not isinstance(scale, (int, np.integer)) or scale < 1:
         raise _C.TypeError(f"em.to_png: scale must be a positive int, got {scale!r}")
     if scale > 1:
