@@ -24,27 +24,30 @@ import sys
 import time
 
 import numpy as np
-from mpi4py import MPI
 
 from _ember_path import em  # ember from the build tree (or an installed copy)
 import fluid
+
+
+def _wrap(k, H):
+    """k mod H for k in [-H, 2H) (traced): two selects, cheaper than an integer remainder."""
+    k = em.where(k < 0, k + H, k)
+    return em.where(k >= H, k - H, k)
 
 
 def _advect_block(F, u, v, dt, i, j, row0, H):
     """F sampled bilinearly at (g - dt v, j - dt u) where g is block row i's global row (traced);
     the same arithmetic as fluid._advect on the whole grid."""
     Hb, W = F.shape
-    g = (i + row0) % H
+    g = _wrap(i + row0, H)
     x = em.f32(j) - dt * u
     y = em.f32(g) - dt * v
     x0, y0 = em.floor(x), em.floor(y)
     tx, ty = x - x0, y - y0
     j0 = em.i32(x0) % W
     j1 = (j0 + 1) % W
-    g0 = em.i32(y0) % H
-    g1 = (g0 + 1) % H
-    i0 = em.min((g0 - row0) % H, Hb - 1)  # block rows; off the block only where results are discarded
-    i1 = em.min((g1 - row0) % H, Hb - 1)
+    i0 = em.min(_wrap(em.i32(y0) - row0, H), Hb - 1)  # the block row of global row y0 (mod H); off the
+    i1 = em.min(i0 + 1, Hb - 1)                        # block only where results are discarded
     a = F[i0, j0] + (F[i0, j1] - F[i0, j0]) * tx
     b = F[i1, j0] + (F[i1, j1] - F[i1, j0]) * tx
     return a + (b - a) * ty
@@ -57,7 +60,7 @@ def block_step(U: em.f32["B", "W"], V: em.f32["B", "W"], D: em.f32["B", "W"], dt
     (U', V', D', pressure), exact in the rows at least `halo` away from the block's edges."""
     Hb, W = U.shape
     i, j = em.indices(U.shape)
-    im, ip = em.max(i - 1, 0), em.min(i + 1, Hb - 1)
+    im, ip = (i - 1) % Hb, (i + 1) % Hb  # wraps inside the block: garbage at its edges only
     jm, jp = (j - 1) % W, (j + 1) % W
     u = _advect_block(U, U, V, dt, i, j, row0, H)
     v = _advect_block(V, U, V, dt, i, j, row0, H)
@@ -71,12 +74,15 @@ def block_step(U: em.f32["B", "W"], V: em.f32["B", "W"], D: em.f32["B", "W"], dt
     return u - 0.5 * (P[i, jp] - P[i, jm]), v - 0.5 * (P[ip, j] - P[im, j]), d, P
 
 
-def jet(rows, n, s):
-    """The forcing of fluid.py's demo at step s on global rows `rows` (all columns of an n x n grid):
-    (mask, u, v, dye) with the jet's values where mask holds."""
+def jet_mask(rows, n):
+    """Where fluid.py's demo forces the flow, on global rows `rows` (all columns of an n x n grid)."""
     ii, jj = np.meshgrid(rows, np.arange(n), indexing="ij")
-    mask = (ii - n // 2) ** 2 + (jj - n // 6) ** 2 < (n // 16) ** 2
-    return mask, np.float32(1.0), np.float32(0.3 * np.sin(s / 5.0)), np.float32(1.0)
+    return (ii - n // 2) ** 2 + (jj - n // 6) ** 2 < (n // 16) ** 2
+
+
+def jet_values(s):
+    """(u, v, dye) the jet sets at step s."""
+    return np.float32(1.0), np.float32(0.3 * np.sin(s / 5.0)), np.float32(1.0)
 
 
 def _host(f):
@@ -95,7 +101,7 @@ class Domain:
             raise SystemExit(f"distributed_fluid: --size {n} must be a multiple of the {size} ranks")
         self.n_local = n // size
         self.halo = reach + iters + 2
-        if self.halo > self.n_local:
+        if self.halo > self.n_local or self.halo + reach >= n:  # (the second: _wrap's range)
             raise SystemExit(f"distributed_fluid: the halo ({self.halo} rows = reach {reach} + iters {iters} + 2) "
                              f"exceeds the {self.n_local} rows per rank; use fewer ranks, a larger grid or fewer "
                              "iterations")
@@ -127,18 +133,19 @@ class Domain:
 def run_distributed(comm, n, steps, iters, dt, reach):
     """Runs the demo's jet for `steps` steps; (U, V, D, P) gathered on rank 0 (None elsewhere) and
     the seconds per step after the first (compiling) one, the slowest rank's."""
+    from mpi4py import MPI
     dom = Domain(comm, n, iters, reach)
     shape = (dom.n_local + 2 * dom.halo, n)
     U, V, D = (np.zeros(shape, np.float32) for _ in range(3))
     P = None
     t0 = None
+    mask = jet_mask(dom.rows, n)
     for s in range(steps):
         if s == 1:
             comm.Barrier()
             t0 = time.perf_counter()
         if s < steps // 2:
-            mask, ju, jv, jd = jet(dom.rows, n, s)
-            for f, val in ((U, ju), (V, jv), (D, jd)):
+            for f, val in zip((U, V, D), jet_values(s)):
                 _host(f)[mask] = val  # on the halo rows too: they are the neighbours' rows, forced alike
         vmax = max(float(np.abs(dom.interior(U)).max()), float(np.abs(dom.interior(V)).max()))
         if comm.allreduce(vmax * abs(dt), op=MPI.MAX) >= reach - 1:
@@ -156,10 +163,10 @@ def run_single(n, steps, iters, dt):
     """The same run with fluid.fluid_step on the whole grid in this process: (U, V, D, P)."""
     U, V, D = (np.zeros((n, n), np.float32) for _ in range(3))
     P = None
+    mask = jet_mask(np.arange(n), n)
     for s in range(steps):
         if s < steps // 2:
-            mask, ju, jv, jd = jet(np.arange(n), n, s)
-            U[mask], V[mask], D[mask] = ju, jv, jd
+            U[mask], V[mask], D[mask] = jet_values(s)
         Ut, Vt, Dt, Pt = fluid.fluid_step(U, V, D, dt, iters)
         U, V, D, P = Ut.numpy(), Vt.numpy(), Dt.numpy(), Pt.numpy()
     return U, V, D, P
@@ -172,9 +179,11 @@ def main():
     p.add_argument("--iters", type=int, default=20)
     p.add_argument("--dt", type=float, default=1.0)
     p.add_argument("--reach", type=int, default=3)
+    p.add_argument("--backend", default="cpu", help="each rank's Ember backend")
     p.add_argument("--check", action="store_true", help="compare with the single-process run on rank 0")
     a = p.parse_args()
-    em.init(backend="cpu")
+    from mpi4py import MPI  # here, not at the top: importing this module (the tests do) starts no MPI
+    em.init(backend=a.backend)
     comm = MPI.COMM_WORLD
     fields, per_step = run_distributed(comm, a.size, a.steps, a.iters, a.dt, a.reach)
     if comm.Get_rank() != 0:

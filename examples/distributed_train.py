@@ -21,7 +21,6 @@ import sys
 import time
 
 import numpy as np
-from mpi4py import MPI
 
 from _ember_path import em  # ember from the build tree (or an installed copy)
 from train_digits import MLP, load_data
@@ -88,6 +87,7 @@ def batches(X, y, steps, batch, seed=0):
 def train_distributed(comm, args, X, y):
     """Trains on this rank's share of each batch; (model, loss history, seconds per step after
     the first, the slowest rank's)."""
+    from mpi4py import MPI
     size, rank = comm.Get_size(), comm.Get_rank()
     if args.batch % size:
         raise SystemExit(f"distributed_train: --batch {args.batch} must be a multiple of the {size} ranks")
@@ -128,10 +128,12 @@ def main():
     p.add_argument("--hidden", type=int, default=128)
     p.add_argument("--lr", type=float, default=3e-3)
     p.add_argument("--optim", choices=sorted(OPTIMIZERS), default="adam")
+    p.add_argument("--backend", default="cpu", help="each rank's Ember backend")
     p.add_argument("--check", action="store_true", help="compare with the single-process run on rank 0")
     p.add_argument("--tol", type=float, default=1e-4, help="--check: largest |difference| of a parameter")
     a = p.parse_args()
-    em.init(backend="cpu")
+    from mpi4py import MPI  # here, not at the top: importing this module (the tests do) starts no MPI
+    em.init(backend=a.backend)
     comm = MPI.COMM_WORLD
     X, y, Xte, yte = load_data()
     model, losses, per_step = train_distributed(comm, a, X, y)
