@@ -120,8 +120,9 @@ def encode_png(px):
 
 
 def to_png(img, scale=None):
-    """PNG bytes of an image-shaped em.Tensor or NumPy array (rules: help(ember._display));
-    `scale` enlarges by whole pixels (None: until the longer side has 256 pixels, at most 8x).
+    """PNG bytes of an image-shaped em.Tensor or NumPy array (the rules: README "Notebooks");
+    uint8 arrays are taken as they are. `scale` enlarges by whole pixels (None: until the longer
+    side has 256 pixels, at most 8x).
     Example: ``open("d.png", "wb").write(em.to_png(em.tensor(np.random.rand(64, 64))))``."""
     px = to_rgb8(img)
     if scale is None:

@@ -171,7 +171,8 @@ class Optimizer:
         """Inside a compiled function taking this optimizer as an argument: one optimization step
         with given gradients (traced values, one per parameter in registration order), e.g. ones
         all-reduced over MPI ranks (examples/distributed_train.py); `step(loss)` is
-        `apply_gradients(em.grad(loss, parameters))`."""
+        `apply_gradients(em.grad(loss, parameters))`. Example: ``opt.apply_gradients([g.w, g.b])``
+        with `g` a module argument holding the gradients."""
         if not self.__dict__.get(_TRACED):
             raise T.error(_C.Error, f"{type(self).__name__}.apply_gradients runs inside a compiled function that "
                                     f"takes the optimizer as an argument annotated with em.optim.{type(self).__name__}")
