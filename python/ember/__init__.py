@@ -30,6 +30,8 @@ from ._autodiff import grad, jvp
 from ._program import Program, backend, compile, device_info, init
 from . import _random as random  # noqa: F401  (em.random; not in __all__: the stdlib has a random)
 from ._window import Window, WindowError
+from . import _dlpack  # noqa: F401  (em.Tensor.__dlpack__ and view_numpy: zero-copy views for NumPy, mpi4py)
+from ._display import to_png  # (and em.Tensor._repr_png_ / _repr_html_ for Jupyter)
 from . import ui  # noqa: F401  (em.ui: immediate-mode widgets of the open window frame)
 from . import data, nn, optim  # noqa: F401  (em.data minibatches on the device, em.nn modules, em.optim)
 from .nn.module import load, save
@@ -53,4 +55,5 @@ __all__ = [
     "barrier", "group_buffer", "group_index", "local_index",
     "gather", "scatter", "grad", "jvp",
     "Program", "backend", "compile", "device_info", "init", "data", "nn", "optim", "save", "load", "export",
+    "to_png",
 ]

@@ -563,6 +563,15 @@ class Window:
                 exc.add_note(f"while closing the window: {e}")
         return False
 
+    def _repr_png_(self):
+        """Jupyter: the last drawn frame as a PNG (RGB), or None before the first frame."""
+        from ._display import encode_png
+        try:
+            px = self.pixels()
+        except _C.Error:
+            return None
+        return encode_png(px[:, :, :3]) if px.size else None
+
     def __repr__(self):
         w, h = self.size
         mode = "headless" if self.headless else "window"

@@ -236,3 +236,55 @@ def test_optimizer_bound_to_another_model_object(rng):
     t = rng.standard_normal((4, 3)).astype(np.float32)
     with pytest.raises(em.TypeError, match="argument 'opt'.*trains parameter 'w'"):
         step(b, opt_a, x, t)
+
+
+def test_apply_gradients_equals_step_and_checks_its_gradients(rng):
+    """opt.apply_gradients(g) with g computed elsewhere (here: em.grad scaled by a runtime 1.0, and
+    gradients written to a second model, as examples/distributed_train.py does) makes the update
+    opt.step(loss) makes, clipping included; a wrong count or shape is an error at trace time."""
+    x = rng.standard_normal((6, 5)).astype(np.float32)
+    t = rng.standard_normal((6, 3)).astype(np.float32)
+    m1, m2, buf = Affine(rng), Affine(rng), Affine(rng)
+    m2.load_state_dict(m1.state_dict())
+    o1 = em.optim.Adam(m1, lr=0.05, clip_norm=0.5)
+    o2 = em.optim.Adam(m2, lr=0.05, clip_norm=0.5)
+    step = _step_program(em.optim.Adam)
+    w0 = m1.w.numpy()
+
+    @em.compile
+    def grads(model: Affine, g: Affine, x: em.f32["B", 5], t: em.f32["B", 3], one: em.f32):  # noqa: F821
+        loss = em.mean((model(x) - t) ** 2)
+        gw, gb = em.grad(loss * one, [model.w, model.b])
+        g.w[...] = gw
+        g.b[...] = gb
+
+    @em.compile
+    def apply(model: Affine, opt: em.optim.Adam, g: Affine):
+        opt.apply_gradients([g.w, g.b])
+
+    for _ in range(3):
+        step(m1, o1, x, t)
+        grads(m2, buf, x, t, 1.0)
+        apply(m2, o2, buf)
+    for a, b in zip(m1.parameters(), m2.parameters()):
+        np.testing.assert_allclose(b.numpy(), a.numpy(), rtol=1e-6, atol=1e-7)
+    assert np.abs(m2.w.numpy() - w0).max() > 0.01  # three steps moved the weights
+    grads(m2, buf, x, t, 1.0)  # the gradient buffer holds the gradient at the current weights
+    for got, want in zip((buf.w, buf.b), _grads(m2.w.numpy().astype(np.float64), m2.b.numpy(), x, t)):
+        np.testing.assert_allclose(got.numpy(), want, rtol=1e-4, atol=1e-5)
+
+    @em.compile
+    def too_few(model: Affine, opt: em.optim.Adam, g: Affine):
+        opt.apply_gradients([g.w])
+
+    with pytest.raises(em.TypeError, match="1 gradients for 2 parameters"):
+        too_few(m2, o2, buf)
+
+    @em.compile
+    def wrong_shape(model: Affine, opt: em.optim.Adam, g: Affine):
+        opt.apply_gradients([g.w, g.w])
+
+    with pytest.raises(em.ShapeError, match="gradient of 'b' has shape"):
+        wrong_shape(m2, o2, buf)
+    with pytest.raises(em.Error, match="inside a compiled function"):
+        o2.apply_gradients([m2.w, m2.b])

@@ -239,8 +239,26 @@ class Optimizer:
         if not self.__dict__.get(_TRACED):
             raise T.error(_C.Error, f"{type(self).__name__}.step(loss) runs inside a compiled function that takes "
                                     f"the optimizer as an argument annotated with em.optim.{type(self).__name__}")
+        self.apply_gradients(_grad(loss, list(self._pvals)))
+
+    def apply_gradients(self, grads):
+        """Inside a compiled function taking this optimizer as an argument: one optimization step
+        with given gradients (traced values, one per parameter in registration order), e.g. ones
+        all-reduced over MPI ranks (examples/distributed_train.py); `step(loss)` is
+        `apply_gradients(em.grad(loss, parameters))`. Example: ``opt.apply_gradients([g.w, g.b])``
+        with `g` a module argument holding the gradients."""
+        if not self.__dict__.get(_TRACED):
+            raise T.error(_C.Error, f"{type(self).__name__}.apply_gradients runs inside a compiled function that "
+                                    f"takes the optimizer as an argument annotated with em.optim.{type(self).__name__}")
         h, params = self._hvals, self._pvals
-        grads = _grad(loss, list(params))
+        grads = list(grads)
+        if len(grads) != len(params):
+            raise T.error(_C.TypeError, f"{type(self).__name__}.apply_gradients: {len(grads)} gradients for "
+                                        f"{len(params)} parameters")
+        for n, p, g in zip(self._names, params, grads):
+            if tuple(getattr(g, "shape", ())) != tuple(p.shape):
+                raise T.error(_C.ShapeError, f"{type(self).__name__}.apply_gradients: the gradient of '{n}' has "
+                                             f"shape {tuple(getattr(g, 'shape', ()))}, expected {tuple(p.shape)}")
         if "clip_value" in h:
             c = h["clip_value"]
             grads = [clamp(g, -c, c) for g in grads]
