@@ -120,10 +120,17 @@ def encode_png(px):
 
 
 def to_png(img, scale=None):
-    """PNG bytes of an image-shaped em.Tensor or NumPy array (the rules: README "Notebooks");
-    uint8 arrays are taken as they are. `scale` enlarges by whole pixels (None: until the longer
-    side has 256 pixels, at most 8x).
-    Example: ``open("d.png", "wb").write(em.to_png(em.tensor(np.random.rand(64, 64))))``."""
+    """to_png(img, scale=None) -> bytes
+
+    PNG bytes of an image-shaped em.Tensor or NumPy array ([H, W] through a colormap, [H, W, 3] or
+    [H, W, 4]; the rules: README "Notebooks"); uint8 arrays are taken as they are. `scale` enlarges
+    by whole pixels (None: until the longer side has 256 pixels, at most 8x). Jupyter shows an
+    em.Tensor through the same code (``_repr_png_``).
+
+    >>> png = em.to_png(em.tensor(np.random.default_rng(0).random((64, 64, 3))), scale=2)
+    >>> png[1:4], len(png) > 1000
+    (b'PNG', True)
+    """
     px = to_rgb8(img)
     if scale is None:
         scale = max(1, min(8, -(-_TARGET // max(px.shape[:2]))))  # ceil: the longer side reaches 256

@@ -23,8 +23,18 @@ _NP = {"f32": "<f4", "i32": "<i4", "u32": "<u4", "bool": "<u4"}
 
 
 def view_numpy(t):
-    """A writable NumPy array sharing `t`'s memory (no copy; bool tensors as uint32 words 0/1).
-    Example: ``a = t.view_numpy(); a[0] = 1.0`` changes t too."""
+    """view_numpy() -> numpy.ndarray
+
+    ``t.view_numpy()``: a writable NumPy array sharing the tensor's memory (no copy; bool tensors
+    as uint32 words 0/1); writes through it change the tensor, and it keeps the tensor's memory
+    alive. np.asarray(t) and t.numpy() copy instead.
+
+    >>> t = em.tensor(np.random.default_rng(0).normal(size=4).astype(np.float32))
+    >>> a = t.view_numpy()
+    >>> a[0] = 7.0
+    >>> t.numpy()[0]
+    7.0
+    """
     holder = _Interface()
     holder.tensor = t
     holder.__array_interface__ = {"version": 3, "shape": tuple(t.shape), "typestr": _NP[t._dtype_name],

@@ -242,11 +242,23 @@ class Optimizer:
         self.apply_gradients(_grad(loss, list(self._pvals)))
 
     def apply_gradients(self, grads):
-        """Inside a compiled function taking this optimizer as an argument: one optimization step
-        with given gradients (traced values, one per parameter in registration order), e.g. ones
-        all-reduced over MPI ranks (examples/distributed_train.py); `step(loss)` is
-        `apply_gradients(em.grad(loss, parameters))`. Example: ``opt.apply_gradients([g.w, g.b])``
-        with `g` a module argument holding the gradients."""
+        """apply_gradients(grads) -> None
+
+        Inside a compiled function taking this optimizer as an argument: one optimization step with
+        the given gradients (traced values, one per parameter in registration order), for example ones
+        all-reduced over MPI ranks (examples/distributed_train.py); ``opt.step(loss)`` is
+        ``opt.apply_gradients(em.grad(loss, parameters))``. Clipping and the update rule are step's.
+
+        >>> model = em.nn.Linear(2, 1, seed=0)
+        >>> opt = em.optim.SGD(model, lr=0.5)
+        >>> @em.compile
+        ... def descend(model: em.nn.Linear, opt: em.optim.SGD, gw: em.f32[1, 2], gb: em.f32[1]):
+        ...     opt.apply_gradients([gw, gb])
+        >>> w0, b0 = model.weight.numpy(), model.bias.numpy()
+        >>> descend(model, opt, np.ones((1, 2), np.float32), np.ones(1, np.float32))
+        >>> bool(np.allclose(model.weight.numpy(), w0 - 0.5)), bool(np.allclose(model.bias.numpy(), b0 - 0.5))
+        (True, True)
+        """
         if not self.__dict__.get(_TRACED):
             raise T.error(_C.Error, f"{type(self).__name__}.apply_gradients runs inside a compiled function that "
                                     f"takes the optimizer as an argument annotated with em.optim.{type(self).__name__}")
