@@ -90,9 +90,20 @@ inline void pack_panel(float* panel, const float* src, const int64_t* base, cons
     for (int64_t k = 0; k < kc; ++k, s += step[0]) std::memcpy(panel + k * W, s, sizeof(float) * W);
     return;
   }
+  // Local copies: the kernels compile with -fno-strict-aliasing, and a store into the panel
+  // must not make the compiler reload the lines' positions.
+  const float* line[W];
+  int64_t st[W];
+  for (int64_t l = 0; l < W; ++l) {
+    line[l] = l < n ? src + base[l] + k0 * step[l] : nullptr;
+    st[l] = l < n ? step[l] : 0;
+  }
   for (int64_t k = 0; k < kc; ++k) {
     float* p = panel + k * W;
-    for (int64_t l = 0; l < n; ++l) p[l] = src[base[l] + (k0 + k) * step[l]];
+    for (int64_t l = 0; l < n; ++l) {
+      p[l] = *line[l];
+      line[l] += st[l];
+    }
     for (int64_t l = n; l < W; ++l) p[l] = 0.0f;
   }
 }
