@@ -12,6 +12,7 @@
 
 #include "codegen/c_staging.h"
 #include "codegen/source_lines.h"
+#include "core/analysis/contraction.h"
 #include "core/analysis/reductions.h"
 #include "core/analysis/uniformity.h"
 
@@ -60,9 +61,10 @@ class KernelPrinter {
     for (size_t i = 0; i < k_->params.size(); ++i) names_[k_->params[i]] = "p" + std::to_string(i);
     depth_ = 2;
     if (d_.wide_addresses) find_wide_addresses();
-    if (!d_.stage_fill.empty()) staging_ = find_staging(k_);
     native_ = !k_->group.empty() && !d_.group_threads_open.empty();
     rows_ = k_->rank() >= 2 && !d_.rows_open.empty() && !native_;
+    gemm_found_ = d_.packed_contractions && rows_ && find_contraction(k_, &gemm_) && gemm_addresses();
+    if (!d_.stage_fill.empty() && !gemm_found_) staging_ = find_staging(k_);
     if (native_) {
       sync_ = barrier_holders(k_);
       find_buffer_barriers();
@@ -79,6 +81,17 @@ class KernelPrinter {
       block(k_, 0);
       interior_ = false;
       interior = std::move(out_);
+      out_.clear();
+      cost_ = cost;
+    }
+    // A contraction's epilogue: the body once more, its accumulator read from the packed sums
+    // and its loop left out (ember_gemm::run computed the sums).
+    if (gemm_found_) {
+      const int cost = cost_;
+      epilogue_ = true;
+      block(k_, 0);
+      epilogue_ = false;
+      epilogue_text_ = std::move(out_);
       out_.clear();
       cost_ = cost;
     }
@@ -479,6 +492,7 @@ class KernelPrinter {
         break;
       }
       case Op::loop:
+        if (epilogue_ && n == gemm_.loop) break;  // its sums come from ember_gemm::run
         has_loop_ = true;
         loop(n, loops);
         break;
@@ -506,7 +520,7 @@ class KernelPrinter {
           break;
         }
         std::string name = "v" + std::to_string(next_value_++);
-        std::string init = ref(n->operand(0));
+        std::string init = epilogue_ && n == gemm_.var ? "ember_srow[col - ember_j0]" : ref(n->operand(0));
         names_[n] = name;
         line(fill(d_.decl_var, {{"T", type(n->dtype)}, {"name", name}, {"e", init}}));
         break;
@@ -581,6 +595,166 @@ class KernelPrinter {
       case AtomicKind::exchange: next = val; break;
     }
     line(fill(d_.store, {{"mem", mem}, {"idx", idx}, {"val", fill(d_.store_value[c], {{"0", next}})}}));
+  }
+
+  // Packed contractions (Dialect::packed_contractions): the text of a k-independent index
+  // expression of the kernel, with i32 semantics as in the body, read where the coordinates
+  // c<axis> are declared; false for anything but pure math, flat loads, coordinates, params
+  // and constants.
+  bool index_text(const Node* n, std::string* out, int depth) const {
+    if (depth > 32) return false;
+    if (n->op == Op::constant) { *out = literal(n->dtype, n->bits); return true; }
+    if (!n->inside(k_)) {
+      auto it = names_.find(n);
+      if (it == names_.end()) return false;
+      *out = it->second;
+      return true;
+    }
+    if (n->op == Op::index) { *out = "c" + std::to_string(n->axis); return true; }
+    if (n->op == Op::load) {
+      if (!n->flat || !n->operand(0)->is_memory()) return false;
+      std::string idx;
+      if (!index_text(n->operand(1), &idx, depth + 1)) return false;
+      const DType md = n->operand(0)->dtype;
+      std::string e = fill(d_.load_value[value_class(md)], {{"0", fill(d_.load, {{"mem", ref(n->operand(0))}, {"idx", idx}})}});
+      *out = convert(e, md, n->dtype, true, n);
+      return true;
+    }
+    if (!has_flag(n->op, F_ELEMENTWISE) || n->num_operands() > 3) return false;
+    std::string a[3];
+    for (int i = 0; i < n->num_operands(); ++i)
+      if (!index_text(n->operand(i), &a[i], depth + 1)) return false;
+    if (n->op == Op::cast || n->op == Op::bitcast) {
+      *out = convert(a[0], n->operand(0)->dtype, n->dtype, n->op == Op::bitcast, n);
+      return true;
+    }
+    const Node* typed = n->op == Op::select ? n->operand(1) : n->operand(0);
+    const std::string& t = d_.expr[static_cast<int>(n->op)][value_class(typed->dtype)];
+    if (t.empty()) return false;
+    *out = fill(t, {{"0", a[0]}, {"1", a[1]}, {"2", a[2]}});
+    return true;
+  }
+
+  bool reads_loop(const Node* e, int depth) const {
+    if (e == gemm_.loop || depth > 32) return true;
+    if (e->op == Op::var || e->is_memory()) return false;
+    for (const Node* o : e->operands)
+      if (reads_loop(o, depth + 1)) return true;
+    return false;
+  }
+
+  // Splits flat index e into base + k * step (index_type texts; core/analysis/contraction.h).
+  bool split_index(const Node* e, std::string* base, std::string* step, int depth) const {
+    if (e == gemm_.loop) { *base = "0"; *step = "1"; return true; }
+    if (depth > 32) return false;
+    if (!reads_loop(e, 0)) {
+      std::string t;
+      if (!index_text(e, &t, 0)) return false;
+      *base = fill(d_.index_from_i32, {{"0", "(" + t + ")"}});
+      *step = "0";
+      return true;
+    }
+    if (e->op == Op::add || e->op == Op::sub) {
+      std::string b0, s0, b1, s1;
+      if (!split_index(e->operand(0), &b0, &s0, depth + 1) || !split_index(e->operand(1), &b1, &s1, depth + 1)) return false;
+      const char* op = e->op == Op::add ? " + " : " - ";
+      *base = "(" + b0 + op + b1 + ")";
+      *step = "(" + s0 + op + s1 + ")";
+      return true;
+    }
+    if (e->op == Op::mul) {
+      const int u = reads_loop(e->operand(0), 0) ? 0 : 1;
+      if (reads_loop(e->operand(1 - u), 0)) return false;
+      std::string b, st, f;
+      if (!split_index(e->operand(u), &b, &st, depth + 1) || !index_text(e->operand(1 - u), &f, 0)) return false;
+      f = fill(d_.index_from_i32, {{"0", "(" + f + ")"}});
+      *base = "(" + b + " * " + f + ")";
+      *step = "(" + st + " * " + f + ")";
+      return true;
+    }
+    return false;
+  }
+
+  // The texts ember_gemm::run needs: where A's rows and B's columns start and their steps along
+  // k, and the loop's end. False (print the kernel as any other) when one cannot be written.
+  bool gemm_addresses() {
+    auto flat = [](const Node* l) { return l->flat && l->num_operands() == 2; };
+    if (!flat(gemm_.a) || !flat(gemm_.b)) return false;
+    if (!split_index(gemm_.a->operand(1), &gemm_a_base_, &gemm_a_step_, 0) ||
+        !split_index(gemm_.b->operand(1), &gemm_b_base_, &gemm_b_step_, 0))
+      return false;
+    std::string end;
+    if (!index_text(gemm_.loop->operand(1), &end, 0)) return false;
+    gemm_end_ = fill(d_.index_from_i32, {{"0", end}});
+    return true;
+  }
+
+  // The packed form of a contraction kernel, before its rows form (which runs calls of part of
+  // the threads): every thread's sum by ember_gemm::run, the epilogue on each block of sums.
+  // `coords` declare the leading coordinates from `row`, `last` the last one from `col`.
+  void gemm_frame(const std::vector<std::string>& coords, const std::string& last) {
+    const int r = k_->rank();
+    int64_t v;
+    std::string batches;
+    for (int a = 0; a + 2 < r; ++a) batches += (batches.empty() ? "" : " * ") + dim(a, &v);
+    auto decl = [&](const std::string& name, const std::string& e) {
+      line(fill(d_.decl_const, {{"T", d_.index_type}, {"name", name}, {"e", e}}));
+    };
+    const std::string i32 = type(DType::i32), c_last = "c" + std::to_string(r - 1);
+    line("{");
+    depth_ = 2;
+    decl("ember_M", dim(r - 2, &v));
+    decl("ember_B", batches.empty() ? "1" : batches);
+    decl("ember_K", gemm_end_);
+    line("if (begin == 0 && end == ember_B * ember_M * len) {");
+    depth_ = 3;
+    auto line_fn = [&](const char* name, const char* row, const std::string& c, const std::string& base,
+                       const std::string& step) {
+      line(std::string("auto ") + name + " = [&](int64_t ember_bt, int64_t ember_x, int64_t* ember_step) -> int64_t {");
+      ++depth_;
+      line(std::string("const int64_t row = ") + row + ";");
+      for (const std::string& s : coords) line(s);
+      line("const " + i32 + " " + c_last + " = " + c + "; (void)" + c_last + ";");
+      line("*ember_step = " + step + ";");
+      line("return " + base + ";");
+      --depth_;
+      line("};");
+    };
+    line_fn("ember_a", "ember_bt * ember_M + ember_x", "0", gemm_a_base_, gemm_a_step_);
+    line_fn("ember_b", "ember_bt * ember_M", "(" + i32 + ")ember_x", gemm_b_base_, gemm_b_step_);
+    line("auto ember_epilogue = [&](const float* ember_sums, int64_t ember_ld, int64_t ember_bt, int64_t ember_i0, "
+         "int64_t ember_i1, int64_t ember_j0, int64_t ember_j1) {");
+    ++depth_;
+    line("for (int64_t ember_i = ember_i0; ember_i < ember_i1; ++ember_i) {");
+    ++depth_;
+    line("const int64_t row = ember_bt * ember_M + ember_i;");
+    for (const std::string& s : coords) line(s);
+    line("const float* const ember_srow = ember_sums + (ember_i - ember_i0) * ember_ld;");
+    line("#pragma GCC ivdep");
+    line("for (int64_t col = ember_j0; col < ember_j1; ++col) {");
+    ++depth_;
+    line("const int64_t tid = row * len + col; (void)tid;");
+    if (!last.empty()) line(last);
+    const int d = depth_;
+    for (size_t i = 0; i < epilogue_text_.size();) {  // printed at depth 2
+      size_t e = epilogue_text_.find('\n', i);
+      if (e == std::string::npos) e = epilogue_text_.size();
+      line(std::string(epilogue_text_, i, e - i));
+      i = e + 1;
+    }
+    depth_ = d - 1;
+    line("}");
+    --depth_;
+    line("}");
+    --depth_;
+    line("};");
+    line("ember_gemm::run(ember_B, ember_M, len, ember_K, " + ref(gemm_.a->operand(0)) + ", " + ref(gemm_.b->operand(0)) +
+         ", ember_a, ember_b, ember_epilogue, ember_B * ember_M * len * ember_K >= 32768);");
+    line("return;");
+    depth_ = 2;
+    line("}");
+    depth_ = 1;
+    line("}");
   }
 
   // A dialect without group memory cannot print workgroup kernels at all: a user-facing error.
@@ -776,6 +950,7 @@ class KernelPrinter {
                                             {"e", fill(d_.i32_from_index, {{"0", q}})}}));
     }
     int threshold = has_loop_ ? 2 : std::clamp(16384 / std::max(cost_, 1), 16, 4096);
+    if (gemm_found_) gemm_frame(coords, last_coord);
     if (rows) {
       line(fill(d_.rows_open, {{"tid", "tid"}, {"len", "len"}, {"threshold", std::to_string(threshold)}}));
       depth_ = 2;
@@ -825,6 +1000,11 @@ class KernelPrinter {
   std::string group_decls_;
   bool zero_barrier_ = false;
   bool interior_ = false;  // printing the row-interior copy of the body
+  // A contraction printed packed (Dialect::packed_contractions): its parts, the address texts
+  // (gemm_addresses), whether the epilogue copy of the body is being printed, and its text.
+  Contraction gemm_;
+  bool gemm_found_ = false, epilogue_ = false;
+  std::string gemm_a_base_, gemm_a_step_, gemm_b_base_, gemm_b_step_, gemm_end_, epilogue_text_;
   Staging staging_;                       // loads read from a per-launch SoA copy
   std::set<int> axes_;
   int next_value_ = 0;

@@ -153,6 +153,10 @@ struct Dialect {
   std::string rows_open;
   std::string cols_open;
   std::string kernel_close = "}";
+  // Contraction kernels (core/analysis/contraction.h) compute their sums with ember_gemm::run
+  // (codegen/cpu_gemm.h, in the prelude) when a call runs all their threads, then the rest of
+  // the body per element of each block of sums; the rows form stays for other calls.
+  bool packed_contractions = false;
 };
 
 // C++17 with OpenMP for the CPU backend. Kernel ABI:

@@ -15,6 +15,10 @@ const char* kMathText =
 #include "codegen/ember_math_text.inc"
     ;
 
+const char* kGemmText =
+#include "codegen/cpu_gemm_text.inc"
+    ;
+
 const char* kCppPrelude = R"(#include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -99,7 +103,8 @@ EMBER_RMW(exchange, bool, bool, uint32_t, EMBER_BOOL, EMBER_WORD, v)
 Dialect make_cpp() {
   Dialect d;
   d.name = "cpp";
-  d.prelude = std::string(kMathText) + kCppPrelude;
+  d.prelude = std::string(kMathText) + kGemmText + kCppPrelude;
+  d.packed_contractions = true;
   d.type = {"void", "float", "int32_t", "uint32_t", "bool"};
   d.mem_type = {"uint32_t", "float", "int32_t", "uint32_t", "uint32_t"};
   d.index_type = "int64_t";

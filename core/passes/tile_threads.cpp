@@ -4,6 +4,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "core/analysis/contraction.h"
 #include "core/ir/builder.h"
 #include "core/ir/shape.h"
 #include "core/passes/pass_util.h"
@@ -382,6 +383,7 @@ bool tile_threads(Program& p) {
   });
   bool changed = false;
   for (Node* k : kernels) {
+    if (find_contraction(k, nullptr)) continue;  // packed by the cpp dialect (codegen/cpu_gemm.h)
     Tile t = choose(k);
     if (t.fj == 1) continue;
     Tiler tiler(p, k, t);
