@@ -180,7 +180,7 @@ def _demo(argv):
         raise em.Error(f"no demo named {a.name!r}; expected one of: {', '.join(demos) or '(none found in ' + _examples_dir() + ')'}")
     path = demos[a.name]
     sys.path.insert(0, os.path.dirname(path))
-    sys.argv = [f"python3 -m ember demo {a.name}"] + argv[1:]
+    sys.argv = [path] + argv[1:]  # (run_path sets argv[0] to the path anyway)
     runpy.run_path(path, run_name="__main__")
 
 
