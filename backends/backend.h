@@ -1,7 +1,8 @@
 // The small interface every device backend implements (DESIGN §4): compile a lowered program's
-// kernels into something that can dispatch them, and show the generated source. Memory on the
-// CPU backend is host memory, so the host plan runs in the interpreter with the backend's
-// KernelRunner; GPU backends will add allocate/upload/download here.
+// kernels into something that can dispatch them, and show the generated source. Allocation is
+// not here: the KernelRunner a compile returns allocates its buffers (KernelRunner::allocate,
+// core/interp/interp.h: host memory by default; the Vulkan and OpenGL runners return tensors over
+// their pooled mapped device buffers, backends/gpu_buffer_pool.h), for the host plan or interpreter.
 #pragma once
 #include <memory>
 #include <string>

@@ -19,6 +19,8 @@
 #include <vector>
 
 #include "core/ir/error.h"
+#include "core/support/hash.h"
+#include "core/support/log.h"
 
 namespace ember {
 
@@ -35,15 +37,6 @@ constexpr const char* kSumHeaderPrefix = "ember-cache-sum ";
 // process is gone and they are older than this, or when they are older than kStaleTempAny.
 constexpr std::chrono::seconds kStaleTempDeadPid{10};
 constexpr std::chrono::hours kStaleTempAny{1};
-
-uint64_t fnv1a64(std::string_view s, uint64_t seed) {
-  uint64_t h = 0xcbf29ce484222325ull ^ seed;
-  for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ull;
-  // Final avalanche (splitmix64) so nearby inputs differ in every output bit.
-  h ^= h >> 30; h *= 0xbf58476d1ce4e5b9ull;
-  h ^= h >> 27; h *= 0x94d049bb133111ebull;
-  return h ^ (h >> 31);
-}
 
 // The memory cache is an LRU list of at most memory_cache_capacity() entries: an evicted
 // artifact is released (dlclose'd, its pipeline destroyed) once no compiled program uses it.
@@ -73,7 +66,7 @@ std::string sum_text(const std::string& key, const std::string& bytes) {
   return std::string(kSumHeader) + "\n" + key + "\n" + content_hash(bytes) + " " + std::to_string(bytes.size()) + "\n";
 }
 
-void warn(const std::string& msg) { std::fprintf(stderr, "ember: warning: %s\n", msg.c_str()); }
+void warn(const std::string& msg) { log_message(LogLevel::warning, msg); }
 
 // Removes `<name>.tmp.<pid>.*` files left by a compile whose process died (or very old ones);
 // those of a live process are another compile in progress and are left alone.
@@ -99,8 +92,8 @@ void sweep_stale_temps(const std::string& dir) {
 
 std::string content_hash(std::string_view data) {
   char buf[33];
-  std::snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(fnv1a64(data, 0)),
-                static_cast<unsigned long long>(fnv1a64(data, 0x9e3779b97f4a7c15ull)));
+  std::snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(fnv1a64_mixed(data)),
+                static_cast<unsigned long long>(fnv1a64_mixed(data, kFnvOffset ^ 0x9e3779b97f4a7c15ull)));
   return buf;
 }
 

@@ -9,27 +9,24 @@
 #include <cstring>
 
 #include "core/ir/shape.h"
+#include "core/support/env.h"
+#include "core/support/log.h"
 
 namespace ember {
 
-bool debug_time() {
-  const char* d = std::getenv("EMBER_DEBUG");
-  return d && std::strstr(d, "time");
-}
-
-bool log_info() {
-  const char* e = std::getenv("EMBER_LOG");
-  return e && std::strcmp(e, "info") == 0;
-}
+bool debug_time() { return env_has("EMBER_DEBUG", "time"); }
 
 double ms_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
 }
 
 void log_compile(const Program& p, size_t kernels, const CompileInfo& info, const std::string& device) {
-  std::fprintf(stderr, "ember: %s: %zu kernels (%d distinct, %d compiled), compile %.1f ms (cache %s) on %s\n",
-               p.name.c_str(), kernels, info.distinct_kernels, info.compiled_kernels, info.codegen_ms + info.compile_ms,
-               info.cache_hit ? "hit" : "miss", device.c_str());
+  if (!log_enabled(LogLevel::info)) return;
+  char line[160];
+  std::snprintf(line, sizeof line, ": %zu kernels (%d distinct, %d compiled), compile %.1f ms (cache %s) on ", kernels,
+                info.distinct_kernels, info.compiled_kernels, info.codegen_ms + info.compile_ms,
+                info.cache_hit ? "hit" : "miss");
+  log_message(LogLevel::info, p.name + line + device);
 }
 
 std::string first_lines(const std::string& text, int n) {

@@ -15,6 +15,8 @@
 
 #include "backends/backend.h"
 #include "backends/gpu_kernel.h"
+#include "core/support/env.h"
+#include "core/support/log.h"
 
 namespace ember {
 
@@ -55,10 +57,10 @@ std::string unavailable_reason_of(F&& context) {
 
 // EMBER_DEBUG contains "time": per-shader times on stderr.
 bool debug_time();
-// EMBER_LOG=info: one line per compiled program on stderr.
-bool log_info();
+// Milliseconds since `t`.
 double ms_since(std::chrono::steady_clock::time_point t);
-// The EMBER_LOG=info line of a compiled program.
+// The info-level log line of a compiled program (core/support/log.h: EMBER_LOG=info or Python's
+// `ember` logger at INFO).
 void log_compile(const Program& p, size_t kernels, const CompileInfo& info, const std::string& device);
 // The first `n` lines of a compiler's log ("..." after them when there are more).
 std::string first_lines(const std::string& text, int n);

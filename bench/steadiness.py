@@ -125,7 +125,7 @@ def main():
             continue
         r = results[b]
         for phase in ("calls", "compiles"):
-            (i0, rss0, fd0, _), (i1, rss1, fd1, secs) = r[phase][0], r[phase][-1]
+            (_, rss0, fd0, _), (i1, rss1, fd1, secs) = r[phase][0], r[phase][-1]
             print(f"SUMMARY {b:12s} {phase:8s} {i1:6d}: rss {rss0 / 1024:.1f} -> {rss1 / 1024:.1f} MiB "
                   f"({(rss1 - rss0) / 1024:+.1f}), fds {fd0} -> {fd1}, {secs:.1f} s")
     if args.json:

@@ -5,6 +5,8 @@
 
 #include <unordered_map>
 
+#include "core/support/hash.h"
+
 namespace ember {
 
 KernelBody::KernelBody(const Node* k) : k_(k) {
@@ -70,10 +72,10 @@ NodeAttrs body_attrs(const Node* k) {
 }
 
 struct Hasher {
-  uint64_t h = 0xcbf29ce484222325ull;
+  uint64_t h = kFnvOffset;  // FNV's constants (core/support/hash.h) with a word-wise combine
   void add(uint64_t v) {
     h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
-    h *= 0x100000001b3ull;
+    h *= kFnvPrime;
   }
   void add(const KernelRef& r) {
     add(static_cast<uint64_t>(r.kind));

@@ -16,6 +16,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <initializer_list>
+#include <vector>
 
 #include "window/window_internal.h"
 
@@ -23,67 +25,22 @@ namespace ember::window {
 
 namespace {
 
-const char* kVertex = R"(#version 450 core
-void main() {
-  vec2 p = vec2(float((gl_VertexID & 1) << 2) - 1.0, float((gl_VertexID & 2) << 1) - 1.0);
-  gl_Position = vec4(p, 0.0, 1.0);
-})";
+// shaders/display.vert, display.frag and colormap.glsl, embedded by CMake (shaders/README.md).
+const char* kVertex =
+#include "shaders/display.vert.inc"
+    ;
+const char* kFragment =
+#include "shaders/display.frag.inc"
+    ;
+const char* kColormap =
+#include "shaders/colormap.glsl.inc"
+    ;
 
-const char* kFragment = R"(#version 450 core
-layout(std430, binding = 0) readonly buffer Pixels { uint words[]; };
-uniform ivec3 u_size;    // width, height, channels
-uniform int u_format;    // 0 f32, 1 u8, 2 u32, 3 i32
-uniform vec4 u_rect;     // x0, y0 (GL, bottom-left), width, height in framebuffer pixels
-uniform int u_linear;
-uniform int u_texture;   // 1: sample u_tex (f32 or unorm u8 texture) instead of the storage buffer
-uniform sampler2D u_tex;
-uniform vec2 u_range;    // f32 values: lo, hi
-uniform int u_cmap_n;    // control points of the colormap (single channel)
-uniform vec3 u_cmap[16];
-out vec4 color;
-
-float element(int i) {
-  if (u_format == 0) return uintBitsToFloat(words[i]);
-  if (u_format == 1) return float((words[i >> 2] >> (8u * uint(i & 3))) & 255u) / 255.0;
-  if (u_format == 2) return float(words[i]) / 255.0;
-  return float(int(words[i])) / 255.0;
-}
-
-vec3 texel(ivec2 p) {
-  p = clamp(p, ivec2(0), u_size.xy - 1);
-  int base = (p.y * u_size.x + p.x) * u_size.z;
-  if (u_size.z == 1) return vec3(element(base));
-  return vec3(element(base), element(base + 1), element(base + 2));
-}
-
-void main() {
-  vec2 f = vec2((gl_FragCoord.x - u_rect.x) / u_rect.z, (u_rect.y + u_rect.w - gl_FragCoord.y) / u_rect.w) *
-           vec2(u_size.xy);
-  vec3 v;
-  if (u_texture == 1) {
-    vec4 s = texture(u_tex, f / vec2(u_size.xy));  // filtering by the sampler: GL_NEAREST or GL_LINEAR
-    v = u_size.z == 1 ? vec3(s.r) : s.rgb;
-  } else if (u_linear == 0) {
-    v = texel(ivec2(floor(f)));
-  } else {
-    vec2 g = f - 0.5;
-    ivec2 p = ivec2(floor(g));
-    vec2 t = g - vec2(p);
-    v = mix(mix(texel(p), texel(p + ivec2(1, 0)), t.x), mix(texel(p + ivec2(0, 1)), texel(p + ivec2(1, 1)), t.x), t.y);
-  }
-  if (u_format == 0) v = (v - u_range.x) / (u_range.y - u_range.x);
-  v = clamp(v, 0.0, 1.0);
-  if (u_size.z == 1) {
-    float x = v.r * float(u_cmap_n - 1);
-    int i = min(int(floor(x)), u_cmap_n - 2);
-    v = mix(u_cmap[i], u_cmap[i + 1], x - float(i));
-  }
-  color = vec4(v, 1.0);
-})";
-
-GLuint compile_shader(GLenum kind, const char* src) {
+// A shader of one or more source strings (GL concatenates them: display.frag then colormap.glsl).
+GLuint compile_shader(GLenum kind, std::initializer_list<const char*> sources) {
   GLuint s = glCreateShader(kind);
-  glShaderSource(s, 1, &src, nullptr);
+  std::vector<const char*> srcs(sources);
+  glShaderSource(s, static_cast<GLsizei>(srcs.size()), srcs.data(), nullptr);
   glCompileShader(s);
   GLint ok = 0;
   glGetShaderiv(s, GL_COMPILE_STATUS, &ok);
@@ -151,8 +108,8 @@ Image image_of(const HostTensor& t) {
 }
 
 void WindowImpl::create_gl_objects() {
-  GLuint vs = compile_shader(GL_VERTEX_SHADER, kVertex);
-  GLuint fs = compile_shader(GL_FRAGMENT_SHADER, kFragment);
+  GLuint vs = compile_shader(GL_VERTEX_SHADER, {kVertex});
+  GLuint fs = compile_shader(GL_FRAGMENT_SHADER, {kFragment, kColormap});
   program = glCreateProgram();
   glAttachShader(program, vs);
   glAttachShader(program, fs);

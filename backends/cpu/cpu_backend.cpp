@@ -10,6 +10,7 @@
 
 #include "backends/cpu/cpu.h"
 #include "codegen/c_printer.h"
+#include "core/support/log.h"
 
 namespace ember {
 
@@ -45,11 +46,6 @@ class CpuRunner : public KernelRunner {
   std::unordered_map<int, CpuKernel> fns_;  // by kernel id; each keeps its library loaded
 };
 
-bool log_info() {
-  const char* e = std::getenv("EMBER_LOG");
-  return e && std::strcmp(e, "info") == 0;
-}
-
 class CpuBackend : public Backend {
  public:
   const char* name() const override { return "cpu"; }
@@ -80,10 +76,13 @@ class CpuBackend : public Backend {
       EMBER_INTERNAL_ASSERT(!by_kernel.count(k->index), "two kernels share the id #" << k->index);
       by_kernel[k->index] = fns[code_of[static_cast<size_t>(classes.class_of[i])]];
     }
-    if (log_info())
-      std::fprintf(stderr, "ember: %s: %zu kernels (%d distinct, %d compiled in %d units), compile %.1f ms (cache %s)\n",
-                   p.name.c_str(), classes.kernels.size(), info.distinct_kernels, info.compiled_kernels,
-                   info.translation_units, info.codegen_ms + info.compile_ms, info.cache_hit ? "hit" : "miss");
+    if (log_enabled(LogLevel::info)) {
+      char line[160];
+      std::snprintf(line, sizeof line, ": %zu kernels (%d distinct, %d compiled in %d units), compile %.1f ms (cache %s)",
+                    classes.kernels.size(), info.distinct_kernels, info.compiled_kernels, info.translation_units,
+                    info.codegen_ms + info.compile_ms, info.cache_hit ? "hit" : "miss");
+      log_message(LogLevel::info, p.name + line);
+    }
     return std::make_unique<CpuRunner>(std::move(by_kernel));
   }
 };

@@ -105,7 +105,7 @@ class OpenGLBackend : public Backend {
     info.cache_hit = info.compiled_kernels == 0;
     info.cache_key = kernels.empty() ? "" : std::string(name()) + "-" + content_hash(keys);
     info.compile_ms = timeline.now_ms() - info.codegen_ms;
-    if (log_info()) log_compile(p, kernels.size(), info, context().description);
+    log_compile(p, kernels.size(), info, context().description);
     return make_runner(std::move(kernels), written_inputs(p));
   }
 };

@@ -28,11 +28,6 @@ namespace {
 
 thread_local int t_depth = 0;  // Scopes open on this thread
 
-std::string env(const char* name) {
-  const char* e = std::getenv(name);
-  return e ? e : "";
-}
-
 std::string& glfw_error() {
   static std::string* s = new std::string;
   return *s;
@@ -188,20 +183,24 @@ void describe(Context& c) {
   glGetIntegerv(GL_MAX_COMPUTE_SHARED_MEMORY_SIZE, &c.max_shared_bytes);
   while (glGetError() != GL_NO_ERROR) {
   }
-  const std::string log = env("EMBER_LOG"), debug = env("EMBER_DEBUG");
-  if (log == "info" || debug.find("time") != std::string::npos) {
-    std::fprintf(stderr, "ember: OpenGL context: %s; shaders compiled %s\n", c.description.c_str(),
-                 c.parallel_compile == Context::ParallelCompile::none
-                     ? "one after another (no GL_KHR/ARB_parallel_shader_compile)"
-                     : ("in parallel by the driver (GL_" +
-                        std::string(c.parallel_compile == Context::ParallelCompile::khr ? "KHR" : "ARB") +
-                        "_parallel_shader_compile, " + std::to_string(compile_jobs()) + " threads)")
-                           .c_str());
-    if (c.binary_formats == 0 || env("EMBER_OPENGL_PROGRAM_BINARY") == "0")
-      std::fprintf(stderr, "ember: OpenGL: %s; compiled programs are not cached on disk (each new process compiles "
-                   "its shaders)\n",
-                   c.binary_formats == 0 ? "the driver offers no program binary format"
-                                         : "program binaries turned off (EMBER_OPENGL_PROGRAM_BINARY=0)");
+  // At info level (EMBER_LOG=info, the `ember` logger), and on stderr with EMBER_DEBUG=time.
+  const bool info = log_enabled(LogLevel::info);
+  if (info || env_has("EMBER_DEBUG", "time")) {
+    auto say = [&](const std::string& text) {
+      if (info) log_message(LogLevel::info, text);
+      else std::fprintf(stderr, "ember: %s\n", text.c_str());
+    };
+    say("OpenGL context: " + c.description + "; shaders compiled " +
+        (c.parallel_compile == Context::ParallelCompile::none
+             ? "one after another (no GL_KHR/ARB_parallel_shader_compile)"
+             : "in parallel by the driver (GL_" +
+                   std::string(c.parallel_compile == Context::ParallelCompile::khr ? "KHR" : "ARB") +
+                   "_parallel_shader_compile, " + std::to_string(compile_jobs()) + " threads)"));
+    if (c.binary_formats == 0 || env_str("EMBER_OPENGL_PROGRAM_BINARY") == "0")
+      say(std::string("OpenGL: ") +
+          (c.binary_formats == 0 ? "the driver offers no program binary format"
+                                 : "program binaries turned off (EMBER_OPENGL_PROGRAM_BINARY=0)") +
+          "; compiled programs are not cached on disk (each new process compiles its shaders)");
   }
 }
 
@@ -211,10 +210,10 @@ void release_current(Context& c) {
 }
 
 void create(Context& c) {
-  const std::string force = env("EMBER_OPENGL_CONTEXT");
+  const std::string force = env_str("EMBER_OPENGL_CONTEXT");
   if (!force.empty() && force != "glfw" && force != "egl")
     throw BackendError("ember: EMBER_OPENGL_CONTEXT=" + force + " (expected glfw or egl)");
-  const bool display = !env("DISPLAY").empty() || !env("WAYLAND_DISPLAY").empty();
+  const bool display = !env_str("DISPLAY").empty() || !env_str("WAYLAND_DISPLAY").empty();
   std::string why;
   bool ok = false;
   if (force == "glfw" || (force.empty() && display)) {
@@ -251,7 +250,7 @@ Holder& holder() {
 
 Context& context() { return process_context(create_locked); }
 
-bool program_binaries() { return context().binary_formats > 0 && env("EMBER_OPENGL_PROGRAM_BINARY") != "0"; }
+bool program_binaries() { return context().binary_formats > 0 && env_str("EMBER_OPENGL_PROGRAM_BINARY") != "0"; }
 
 std::string unavailable_reason() { return unavailable_reason_of(context); }
 

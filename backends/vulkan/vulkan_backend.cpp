@@ -124,7 +124,7 @@ class VulkanBackend : public Backend {
 
     // Inputs the program stores into: their device copies are written back after each run.
     std::vector<int> written = written_inputs(p);
-    if (log_info()) log_compile(p, kernels.size(), info, context().description);
+    log_compile(p, kernels.size(), info, context().description);
     return make_runner(std::move(kernels), std::move(written));
   }
 

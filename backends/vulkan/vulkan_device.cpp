@@ -27,11 +27,6 @@ std::atomic<Context*> g_created{nullptr};  // the context, once create() succeed
 std::atomic<bool> g_shut_down{false};       // shutdown() destroyed it
 std::atomic<int> g_objects{0};              // count_object
 
-bool env_on(const char* name) {
-  const char* e = std::getenv(name);
-  return e && *e && std::strcmp(e, "0") != 0;
-}
-
 VKAPI_ATTR VkBool32 VKAPI_CALL on_message(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
                                           VkDebugUtilsMessageTypeFlagsEXT, const VkDebugUtilsMessengerCallbackDataEXT* data,
                                           void*) {

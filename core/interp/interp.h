@@ -45,8 +45,6 @@ struct ArgValue {
 // naming the argument, the expected and the actual.
 std::vector<int64_t> bind_arguments(const Program& p, const std::vector<ArgValue>& args);
 
-class Interpreter;
-
 // Runs kernel nodes for the runtime; the interpreter calls it instead of interpreting a kernel.
 class KernelRunner {
  public:

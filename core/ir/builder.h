@@ -68,8 +68,6 @@ class Builder {
 
   // Generic creation without folding or value numbering; linked at the insertion point.
   Node* raw(Op op, DType t, const Shape& shape, const std::vector<Node*>& operands);
-  // Forget value-numbering entries (call after a pass moves or erases nodes wholesale).
-  void reset_value_numbering() { vn_.clear(); }
 
  private:
   Node* place(Node* n);

@@ -10,7 +10,6 @@ namespace ember {
 enum class DType : uint8_t { none, f32, i32, u32, boolean };
 
 const char* dtype_name(DType t);          // "f32", "i32", "u32", "bool", "none"
-DType dtype_from_name(const std::string& s);  // throws ember::TypeError on an unknown name
 inline bool is_float(DType t) { return t == DType::f32; }
 inline bool is_int(DType t) { return t == DType::i32 || t == DType::u32; }
 

@@ -17,14 +17,6 @@ const char* dtype_name(DType t) {
   return "?";
 }
 
-DType dtype_from_name(const std::string& s) {
-  if (s == "f32" || s == "float32") return DType::f32;
-  if (s == "i32" || s == "int32") return DType::i32;
-  if (s == "u32" || s == "uint32") return DType::u32;
-  if (s == "bool") return DType::boolean;
-  throw TypeError("unknown dtype '" + s + "' (expected f32, i32, u32 or bool)");
-}
-
 DType promote(DType a, DType b) {
   auto rank = [](DType t) { return t == DType::f32 ? 3 : t == DType::i32 ? 2 : t == DType::u32 ? 1 : 0; };
   return rank(a) >= rank(b) ? a : b;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/ir/printer.h"
+#include "core/support/hash.h"
 
 namespace ember {
 
@@ -34,13 +35,6 @@ constexpr int kAttrCount = 0
     ;
 static_assert(kAttrCount <= 32, "serialize_program keeps a 32-bit mask of the attributes that differ from their defaults");
 
-uint64_t hash64(std::string_view s, uint64_t h = 0xcbf29ce484222325ull) {
-  for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ull;
-  h ^= h >> 30; h *= 0xbf58476d1ce4e5b9ull;
-  h ^= h >> 27; h *= 0x94d049bb133111ebull;
-  return h ^ (h >> 31);
-}
-
 // The op table, the attribute list (types, names, roles) and the enum ranges, hashed: a blob
 // written by an Ember whose IR differs in any of them is refused.
 uint64_t schema_hash() {
@@ -57,7 +51,7 @@ uint64_t schema_hash() {
 #undef EMBER_SCHEMA_ATTR
     s += "dtypes:" + std::to_string(static_cast<int>(DType::boolean)) + ";index_modes:" +
          std::to_string(kEnumCount<IndexMode>);
-    return hash64(s);
+    return fnv1a64_mixed(s);
   }();
   return h;
 }
@@ -357,7 +351,7 @@ std::string serialize_program(const Program& p) {
   for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((kProgramFormatVersion >> (8 * i)) & 0xff));
   put_u64(out, schema_hash());
   out += w.finish();
-  put_u64(out, hash64(out));
+  put_u64(out, fnv1a64_mixed(out));
   return out;
 }
 
@@ -372,7 +366,7 @@ std::unique_ptr<Program> deserialize_program(std::string_view bytes, const Verif
     bad("format version " + std::to_string(version) + ", expected " + std::to_string(kProgramFormatVersion));
   if (get_u64(bytes.data() + sizeof kMagic + 4) != schema_hash()) bad("written by an Ember with another IR schema");
   const size_t end = bytes.size() - 8;
-  if (check_checksum && get_u64(bytes.data() + end) != hash64(bytes.substr(0, end))) bad("checksum mismatch");
+  if (check_checksum && get_u64(bytes.data() + end) != fnv1a64_mixed(bytes.substr(0, end))) bad("checksum mismatch");
 
   Reader r(bytes.data() + kHeader, bytes.data() + end);
   r.read_strings();

@@ -1,5 +1,6 @@
-// The compiler pipeline: every pass in order, one line each, in pipeline.cpp. A pass is a free
-// function `bool pass(Program&)` that returns whether it changed the IR.
+// The compiler pipeline: the passes in order, one line each, in pipeline.cpp, except one that runs
+// inside another (fuse_kernels first calls hoist_grid_loops). A pass is a free function
+// `bool pass(Program&)` that returns whether it changed the IR.
 #pragma once
 #include <functional>
 #include <map>

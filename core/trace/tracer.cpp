@@ -334,21 +334,11 @@ Tracer::Resolved Tracer::resolve(Node* x, const std::vector<IndexItem>& items_in
   Resolved r;
   std::vector<int64_t> slice_start(items.size()), slice_step(items.size());
   std::vector<Node*> slice_start_node(items.size(), nullptr);  // a symbolic start (x[::-1])
-  for (size_t k = 0, src = 0; k < items.size(); ++k) {
-    const IndexItem& it = items[k];
-    if (it.kind == IndexItem::tensor) {
-      if (static_cast<int>(k) == first_adv) place_adv();
-      ++src;
-    } else if (it.kind == IndexItem::newaxis) {
-      result_items.push_back(static_cast<int>(k));
-      r.shape.push_back(nullptr);
-    } else {  // slice
-      result_items.push_back(static_cast<int>(k));
-      ++src;
-    }
+  for (size_t k = 0; k < items.size(); ++k) {
+    if (items[k].kind != IndexItem::tensor) result_items.push_back(static_cast<int>(k));  // a slice or newaxis
+    else if (static_cast<int>(k) == first_adv) place_adv();
   }
   // Result shape.
-  r.shape.clear();
   std::vector<int> src_axis_of_item(items.size());
   for (size_t k = 0, src = 0; k < items.size(); ++k) {
     src_axis_of_item[k] = items[k].kind == IndexItem::newaxis ? -1 : static_cast<int>(src);

@@ -11,6 +11,7 @@ control flow in a function annotated with em.f32["N", 3]-style types, compile it
 See DESIGN.md section 5 for the whole API.
 """
 from . import _ember
+from . import _log  # noqa: F401  (the `ember` logger; EMBER_LOG)
 # Names left out of __all__ (they shadow built-ins) are still em.<name>; hence the noqa marks.
 from ._ember import BackendError, CompileError, Error, InternalError, ShapeError, TypeError  # noqa: F401
 from ._dtypes import DType, TensorType, bool, f32, i32, u32  # noqa: F401

@@ -2,6 +2,7 @@
 converts call arguments (nothing is silently converted), runs, and exposes introspection."""
 import functools
 import inspect
+import logging
 import struct
 import time
 import weakref
@@ -10,6 +11,7 @@ import numpy as np
 
 from . import _ember as _C
 from . import _dtypes as D
+from . import _log
 from . import _objargs as O
 from . import _trace_cache
 from . import _tracing as T
@@ -314,6 +316,9 @@ class Program:
             self._traced_text = None  # the tracer gave its program to another backend: trace again
         self._trace()
         tr, self._tracer = self._tracer, None
+        nodes = self._traced_text.count("\n")
+        _log.logger.debug("compiling %s for %s: %d traced nodes", self.name, be, nodes)
+        t0 = time.perf_counter()
         try:
             # The traced text is the program cache's key (printed from this tracer's program by
             # _trace), passed so that it is not printed twice.
@@ -321,6 +326,7 @@ class Program:
         except BaseException:
             self._traced_text = None  # the tracer gave its program away: trace again next time
             raise
+        _log_compile(self.name, be, nodes, self._trace_ms, time.perf_counter() - t0, cp)
         self._trace_hits.discard(be)
         digest = cp.stats["traced_digest"]
         if digest and self._cache_key():
@@ -537,6 +543,23 @@ class Program:
         st["trace_cache_hit"] = hit
         st["trace_ms"] = 0.0 if hit else self._trace_ms
         return st
+
+
+# A compile is worth an INFO line when the traced program has this many nodes or it took this long.
+_LARGE_PROGRAM_NODES = 2000
+_SLOW_COMPILE_S = 1.0
+
+
+def _log_compile(name, be, nodes, trace_ms, seconds, cp):
+    """The one INFO line of a large or slow first compile: its time and where it went."""
+    if not _log.logger.isEnabledFor(logging.INFO) or (nodes < _LARGE_PROGRAM_NODES and seconds < _SLOW_COMPILE_S):
+        return
+    st = cp.stats
+    cached = " (program cache hit)" if st.get("program_cache_hit") else ""
+    _log.logger.info("%s: first compile for %s took %.2f s%s: %d traced nodes -> %d kernels (%d compiled); trace "
+                     "%.2f s, passes %.2f s, codegen %.2f s, compiler %.2f s", name, be, seconds, cached, nodes,
+                     st["kernels"], st["compiled_kernels"], trace_ms / 1e3, st["passes_ms"] / 1e3,
+                     st["codegen_ms"] / 1e3, st["compile_ms"] / 1e3)
 
 
 def _check_shape(pname, spec, shape, env):

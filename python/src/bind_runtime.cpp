@@ -239,6 +239,8 @@ void bind_program(py::module_& m) {
       }, py::arg("key"), py::arg("ext"), py::arg("data"),
         "Writes the disk cache entry `<key>.<ext>` atomically with its checksum (warns once if the cache cannot "
         "be written).");
+  m.def("_cache_dir", [] { return cache_dir(); },
+        "The disk cache's directory ($EMBER_CACHE_DIR, else ~/.cache/ember; created if missing).");
   m.def("_memory_cache_stats", [] { return py::make_tuple(memory_cache_size(), memory_cache_capacity()); },
         "(entries, capacity) of the process-wide compile memory cache.");
 }

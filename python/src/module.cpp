@@ -13,4 +13,5 @@ PYBIND11_MODULE(_ember, m) {
   ember::python::bind_backends(m);
   ember::python::bind_window(m);
   ember::python::bind_export(m);
+  ember::python::bind_log(m);
 }

@@ -862,7 +862,7 @@ class Gen:
                         f"E.mapn(lambda t: np.squeeze(t, axis={tuple(axes)}), {{e0}})", dt, tuple(shape), v)
             self.feat("squeeze")
         elif keep:
-            return self.leaf(dt, shape) if shape else self.op(f"em.reshape({{0}}, ())", "np.reshape({0}, ())",
+            return self.leaf(dt, shape) if shape else self.op("em.reshape({0}, ())", "np.reshape({0}, ())",
                                                               "E.mapn(lambda t: np.reshape(t, ()), {e0})", dt, (), v)
         return v
 
@@ -1251,7 +1251,6 @@ class Gen:
             self.output(V(bnm, bnm, "e" + bnm, dt, S))
             return
         S = self.shape(rank=2, max_elems=200, allow_sym=False)
-        cs = S
         bnm = self.name("buf")
         nm = self.name("s")
         if kind == "slice":
@@ -1643,7 +1642,6 @@ class Gen:
         self.output(V(Y, Y, "e" + Y, "i32", (n,)))
 
     def b_nan(self):
-        c = self.c
         S = self.shape(rank=1, allow_sym=False)
         A = self.new_arg("f32", S, kind="nan")
         self.feat("nan_inf_inputs", "isnan", "isinf")

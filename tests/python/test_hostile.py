@@ -36,7 +36,6 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 import textwrap
 import threading
 import time
