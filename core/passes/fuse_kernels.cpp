@@ -1,8 +1,10 @@
 #include "core/passes/fuse_kernels.h"
 
+#include <memory>
 #include <unordered_map>
 #include <unordered_set>
 
+#include "core/analysis/dependence.h"
 #include "core/ir/builder.h"
 #include "core/ir/shape.h"
 #include "core/passes/hoist_grid_loops.h"
@@ -60,41 +62,20 @@ class Grouper {
  private:
   void close() {
     k_ = nullptr;
-    reads_.clear();
-    writes_.clear();
-    atomics_.clear();
-    gathered_.clear();
-    assigned_.clear();
+    open_.reset();
   }
 
-  // Whether adding n to the open kernel would make a dependence cross threads.
+  // Whether adding n to the open kernel would make a dependence cross threads (the dependence
+  // analysis decides, for memories and vars). A gather of a value the open kernel computes
+  // always conflicts: the value would have to live in memory to be read at other coordinates.
   bool conflicts(Node* n) {
-    bool bad = false;
-    walk_subtree(n, [&](Node* x) {
-      if (x->op == Op::load) {
-        Node* m = x->operand(0);
-        if (writes_.count(m) || atomics_.count(m)) bad = true;
-        if (!m->is_memory() && m->inside(k_)) bad = true;  // gathers a value made by other threads
-      }
-      // A var that becomes memory behaves like one: a gather of it and an assignment to it
-      // in one kernel would let threads see each other's updates.
-      if (x->op == Op::set && gathered_.count(x->operand(0))) bad = true;
-      if (x->op == Op::load && x->operand(0)->op == Op::var && assigned_.count(x->operand(0))) bad = true;
-      if (x->op == Op::store && (reads_.count(x->operand(0)) || writes_.count(x->operand(0)) || atomics_.count(x->operand(0))))
-        bad = true;
-      if (x->op == Op::atomic && (reads_.count(x->operand(0)) || writes_.count(x->operand(0)))) bad = true;
-    });
-    return bad;
-  }
-
-  void note_effects(Node* n) {
-    walk_subtree(n, [&](Node* x) {
-      if (x->op == Op::load && x->operand(0)->op == Op::var) gathered_.insert(x->operand(0));
-      if (x->op == Op::set) assigned_.insert(x->operand(0));
-      if (x->op == Op::load) reads_.insert(x->operand(0));
-      if (x->op == Op::store) writes_.insert(x->operand(0));
-      if (x->op == Op::atomic) atomics_.insert(x->operand(0));
-    });
+    AccessGroup next(k_->shape, k_->rank());
+    next.add(n);
+    for (const auto& entry : next.by_memory()) {
+      const Node* m = entry.first;
+      if (!m->is_memory() && m->op != Op::var && m->inside(k_)) return true;
+    }
+    return !dep_.within_thread(*open_, next);
   }
 
   void place(Node* n) {
@@ -105,16 +86,18 @@ class Grouper {
       b_.set_insert_before(n);
       b_.loc = n->loc;
       k_ = b_.kernel(n->shape);
+      open_ = std::make_unique<AccessGroup>(k_->shape, k_->rank());
     }
     p_.unlink(n);
     p_.append(k_, n);
-    note_effects(n);
+    open_->add(n);
   }
 
   Program& p_;
   Builder b_;
   Node* k_ = nullptr;
-  std::unordered_set<const Node*> reads_, writes_, atomics_, gathered_, assigned_;
+  DependenceAnalysis dep_;
+  std::unique_ptr<AccessGroup> open_;  // the accesses of the open kernel k_
 };
 
 // Identity coordinates of `shape` at the builder's insertion point.
