@@ -28,6 +28,17 @@ bool hoistable(const Node* n, const Node* group) {
   return true;
 }
 
+// Whether n may access memory or a var (a scope: whatever it holds). Most elementwise nodes do
+// not, and skip the dependence analysis.
+bool may_access(const Node* n) {
+  if (n->is_scope() || n->op == Op::load || n->op == Op::store || n->op == Op::atomic || n->op == Op::var ||
+      n->op == Op::set || n->op == Op::move_memory)
+    return true;
+  for (const Node* o : n->operands)
+    if (o->op == Op::var) return true;
+  return false;
+}
+
 class Grouper {
  public:
   explicit Grouper(Program& p) : p_(p), b_(p) {}
@@ -69,6 +80,9 @@ class Grouper {
   // analysis decides, for memories and vars). A gather of a value the open kernel computes
   // always conflicts: the value would have to live in memory to be read at other coordinates.
   bool conflicts(Node* n) {
+    if (!may_access(n)) return false;
+    if (n->op == Op::load && !n->operand(0)->is_memory() && n->operand(0)->op != Op::var && n->operand(0)->inside(k_))
+      return true;  // (the common case of the rule below, without building a group)
     AccessGroup next(k_->shape, k_->rank());
     next.add(n);
     for (const auto& entry : next.by_memory()) {
@@ -90,7 +104,7 @@ class Grouper {
     }
     p_.unlink(n);
     p_.append(k_, n);
-    open_->add(n);
+    if (may_access(n)) open_->add(n);
   }
 
   Program& p_;
