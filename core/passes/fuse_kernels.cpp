@@ -39,6 +39,13 @@ bool may_access(const Node* n) {
   return false;
 }
 
+// Whether some access of `m` is a load of it (a gather), not an elementwise use or a set.
+bool gathers(const MemoryAccesses& m) {
+  for (const MemAccess& a : m.all)
+    if (a.node->op == Op::load && a.node->operand(0) == a.memory) return true;
+  return false;
+}
+
 class Grouper {
  public:
   explicit Grouper(Program& p) : p_(p), b_(p) {}
@@ -77,17 +84,18 @@ class Grouper {
   }
 
   // Whether adding n to the open kernel would make a dependence cross threads (the dependence
-  // analysis decides, for memories and vars). A gather of a value the open kernel computes
-  // always conflicts: the value would have to live in memory to be read at other coordinates.
+  // analysis decides, for memories and vars). A gather of a value or var the open kernel makes
+  // always conflicts: it would have to live in memory to be read by a load (and only values used
+  // outside their kernel are moved to memory).
   bool conflicts(Node* n) {
     if (!may_access(n)) return false;
-    if (n->op == Op::load && !n->operand(0)->is_memory() && n->operand(0)->op != Op::var && n->operand(0)->inside(k_))
+    if (n->op == Op::load && !n->operand(0)->is_memory() && n->operand(0)->inside(k_))
       return true;  // (the common case of the rule below, without building a group)
     AccessGroup next(k_->shape, k_->rank());
     next.add(n);
     for (const auto& entry : next.by_memory()) {
       const Node* m = entry.first;
-      if (!m->is_memory() && m->op != Op::var && m->inside(k_)) return true;
+      if (!m->is_memory() && m->inside(k_) && gathers(entry.second)) return true;
     }
     return !dep_.within_thread(*open_, next);
   }
