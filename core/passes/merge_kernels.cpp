@@ -26,10 +26,11 @@ bool compatible(DependenceAnalysis& dep, Node* a, Node* b) {
 //
 // A row kernel r of shape P or P + [1] next to a wide kernel w of shape P + [T]: thread p of r
 // can run the T threads (p, t) of w itself, as a loop over t appended to its body (w after r)
-// or prepended to it (w before r). Legal when no dependence crosses rows: the dependence analysis
-// shows that every dependence between them relates r's thread p to w's threads (p, t), so thread
-// p reads and writes only what thread p of the other kernel reads and writes, in the original order. The t-loop runs w's threads of
-// a row in one order, which any order of w's threads allows. Profitable (and not a loss of
+// or prepended to it (w before r). Legal when no dependence crosses rows: the dependence
+// analysis shows that every dependence between them relates r's thread p to w's threads (p, t),
+// so thread p reads and writes only what thread p of the other kernel reads and writes, in the
+// original order. The t-loop runs w's threads of a row in one order, which any order of w's
+// threads allows. Profitable (and not a loss of
 // parallelism worth counting) when w does O(1) work per element (no loop) and r already loops
 // over [0, T): the merged thread does a constant factor more work than r did, with r's
 // parallelism, and the row values r computes reach w without a round trip through memory
