@@ -48,6 +48,8 @@ std::vector<const Node*> enclosing_loops(const Node* n) {
 // coordinates on the memory's leading dims (equal to the thread shape's), and the others cannot
 // leave the row (not unsafe). Syntax only; isl decides the rest.
 bool own_row(const MemAccess& x, const std::vector<Node*>& shape, int lead) {
+  // A var made inside a kernel or shaped scope is each thread's own, whatever its shape.
+  if (x.own && x.memory->op == Op::var && x.memory->parent && device_scope(x.memory->parent)) return true;
   if (x.own) {
     if (x.memory->rank() < lead) return false;
     for (int a = 0; a < lead; ++a)
