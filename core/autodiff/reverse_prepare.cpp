@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/analysis/dependence.h"
 #include "core/autodiff/reverse.h"
 #include "core/passes/pass_util.h"
 #include "core/ir/shape.h"

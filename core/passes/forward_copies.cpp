@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "core/analysis/dependence.h"
 #include "core/ir/builder.h"
 #include "core/ir/shape.h"
 #include "core/passes/pass_util.h"
@@ -11,7 +12,7 @@ namespace ember {
 namespace {
 
 // The store(dst, load(src)) of a kernel whose statements are only that copy, or null.
-Node* whole_copy(Node* k) {
+Node* whole_copy(DependenceAnalysis& dep, Node* k) {
   Node* store = nullptr;
   Node* load = nullptr;
   for (Node* c = k->first_child; c; c = c->next) {
@@ -21,7 +22,7 @@ Node* whole_copy(Node* k) {
     return nullptr;
   }
   if (!load || !store || store->operand(1) != load || load->users.size() != 1) return nullptr;
-  if (!at_own_element(load, k) || !at_own_element(store, k)) return nullptr;
+  if (!dep.own_element(load, k->shape) || !dep.own_element(store, k->shape)) return nullptr;
   Node* src = load->operand(0);
   Node* dst = store->operand(0);
   if (src->op != Op::buffer || dst->op != Op::buffer || src == dst || src->dtype != dst->dtype) return nullptr;
@@ -40,8 +41,9 @@ bool forward_copies(Program& p) {
   // One numbering for the whole pass: a replacement keeps the order of everything else, and the
   // move takes the position of the kernel it replaces.
   Positions pos = program_positions(p);
+  DependenceAnalysis dep;
   for (Node* k : kernels) {
-    Node* store = whole_copy(k);
+    Node* store = whole_copy(dep, k);
     if (!store) continue;
     Node* load = store->operand(1);
     Node* src = load->operand(0);

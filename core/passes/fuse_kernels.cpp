@@ -1,8 +1,10 @@
 #include "core/passes/fuse_kernels.h"
 
+#include <memory>
 #include <unordered_map>
 #include <unordered_set>
 
+#include "core/analysis/dependence.h"
 #include "core/ir/builder.h"
 #include "core/ir/shape.h"
 #include "core/passes/hoist_grid_loops.h"
@@ -24,6 +26,24 @@ bool hoistable(const Node* n, const Node* group) {
   for (const Node* o : n->operands)
     if (o->op == Op::var || (group && o->inside(group))) return false;
   return true;
+}
+
+// Whether n may access memory or a var (a scope: whatever it holds). Most elementwise nodes do
+// not, and skip the dependence analysis.
+bool may_access(const Node* n) {
+  if (n->is_scope() || n->op == Op::load || n->op == Op::store || n->op == Op::atomic || n->op == Op::var ||
+      n->op == Op::set || n->op == Op::move_memory)
+    return true;
+  for (const Node* o : n->operands)
+    if (o->op == Op::var) return true;
+  return false;
+}
+
+// Whether some access of `m` is a load of it (a gather), not an elementwise use or a set.
+bool gathers(const MemoryAccesses& m) {
+  for (const MemAccess& a : m.all)
+    if (a.node->op == Op::load && a.node->operand(0) == a.memory) return true;
+  return false;
 }
 
 class Grouper {
@@ -60,41 +80,24 @@ class Grouper {
  private:
   void close() {
     k_ = nullptr;
-    reads_.clear();
-    writes_.clear();
-    atomics_.clear();
-    gathered_.clear();
-    assigned_.clear();
+    open_.reset();
   }
 
-  // Whether adding n to the open kernel would make a dependence cross threads.
+  // Whether adding n to the open kernel would make a dependence cross threads (the dependence
+  // analysis decides, for memories and vars). A gather of a value or var the open kernel makes
+  // always conflicts: it would have to live in memory to be read by a load (and only values used
+  // outside their kernel are moved to memory).
   bool conflicts(Node* n) {
-    bool bad = false;
-    walk_subtree(n, [&](Node* x) {
-      if (x->op == Op::load) {
-        Node* m = x->operand(0);
-        if (writes_.count(m) || atomics_.count(m)) bad = true;
-        if (!m->is_memory() && m->inside(k_)) bad = true;  // gathers a value made by other threads
-      }
-      // A var that becomes memory behaves like one: a gather of it and an assignment to it
-      // in one kernel would let threads see each other's updates.
-      if (x->op == Op::set && gathered_.count(x->operand(0))) bad = true;
-      if (x->op == Op::load && x->operand(0)->op == Op::var && assigned_.count(x->operand(0))) bad = true;
-      if (x->op == Op::store && (reads_.count(x->operand(0)) || writes_.count(x->operand(0)) || atomics_.count(x->operand(0))))
-        bad = true;
-      if (x->op == Op::atomic && (reads_.count(x->operand(0)) || writes_.count(x->operand(0)))) bad = true;
-    });
-    return bad;
-  }
-
-  void note_effects(Node* n) {
-    walk_subtree(n, [&](Node* x) {
-      if (x->op == Op::load && x->operand(0)->op == Op::var) gathered_.insert(x->operand(0));
-      if (x->op == Op::set) assigned_.insert(x->operand(0));
-      if (x->op == Op::load) reads_.insert(x->operand(0));
-      if (x->op == Op::store) writes_.insert(x->operand(0));
-      if (x->op == Op::atomic) atomics_.insert(x->operand(0));
-    });
+    if (!may_access(n)) return false;
+    if (n->op == Op::load && !n->operand(0)->is_memory() && n->operand(0)->inside(k_))
+      return true;  // (the common case of the rule below, without building a group)
+    AccessGroup next(k_->shape, k_->rank());
+    next.add(n);
+    for (const auto& entry : next.by_memory()) {
+      const Node* m = entry.first;
+      if (!m->is_memory() && m->inside(k_) && gathers(entry.second)) return true;
+    }
+    return !dep_.within_thread(*open_, next);
   }
 
   void place(Node* n) {
@@ -105,16 +108,18 @@ class Grouper {
       b_.set_insert_before(n);
       b_.loc = n->loc;
       k_ = b_.kernel(n->shape);
+      open_ = std::make_unique<AccessGroup>(k_->shape, k_->rank());
     }
     p_.unlink(n);
     p_.append(k_, n);
-    note_effects(n);
+    if (may_access(n)) open_->add(n);
   }
 
   Program& p_;
   Builder b_;
   Node* k_ = nullptr;
-  std::unordered_set<const Node*> reads_, writes_, atomics_, gathered_, assigned_;
+  DependenceAnalysis dep_;
+  std::unique_ptr<AccessGroup> open_;  // the accesses of the open kernel k_
 };
 
 // Identity coordinates of `shape` at the builder's insertion point.

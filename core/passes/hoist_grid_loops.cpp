@@ -3,6 +3,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "core/analysis/dependence.h"
 #include "core/ir/builder.h"
 #include "core/ir/shape.h"
 #include "core/passes/pass_util.h"
@@ -30,44 +31,14 @@ std::unordered_set<const Node*> thread_varying(Node* k) {
   return v;
 }
 
-// Whether access n touches only the row of its memory that thread t of kernel k owns: its leading
-// coordinates are t (the memory's leading dims are the kernel's shape); the trailing ones stay in
-// that row unless they are unsafe. E.g. Y[i, j, p] in a loop over p in a kernel over (i, j).
-bool in_own_row(const Node* n, const Node* k) {
-  if (at_own_element(n, k)) return true;
-  const Node* mem = n->operand(0);
-  if (n->flat || n->mode == IndexMode::unsafe || mem->rank() <= k->rank()) return false;
-  for (int a = 0; a < k->rank(); ++a) {
-    const Node* ix = n->operand(n->first_index_operand() + a);
-    if (!same_dim(mem->shape[static_cast<size_t>(a)], k->shape[static_cast<size_t>(a)]) || ix->op != Op::index ||
-        ix->axis != a)
-      return false;
-  }
-  return true;
-}
-
-// Whether an iteration of `loop` may read memory another thread wrote in an earlier one.
-bool carries_cross_thread_dependence(Node* loop, Node* k) {
-  std::unordered_map<const Node*, bool> written;  // memory -> all writes at own element
-  std::unordered_map<const Node*, bool> read;
-  walk_subtree(loop, [&](Node* n) {
-    if (n->op == Op::store || n->op == Op::atomic) {
-      bool own = n->op == Op::store && in_own_row(n, k);
-      auto it = written.find(n->operand(0));
-      written[n->operand(0)] = (it == written.end() || it->second) && own;
-    }
-    // An atomic whose old value is unused only accumulates (its updates commute): not a read.
-    if (n->op == Op::load || (n->op == Op::atomic && !n->users.empty())) {
-      bool own = n->op == Op::load && in_own_row(n, k);
-      auto it = read.find(n->operand(0));
-      read[n->operand(0)] = (it == read.end() || it->second) && own;
-    }
-  });
-  for (auto& [m, own_w] : written) {
-    auto r = read.find(m);
-    if (r != read.end() && !(own_w && r->second)) return true;
-  }
-  return false;
+// Whether an iteration of `loop` may read memory another thread wrote in an earlier one: a flow
+// or anti dependence between the loop's accesses in different threads (the dependence analysis
+// decides; an atomic whose old value is unused only accumulates, so it is not a read). E.g. the
+// per-token accumulation Y[i, j, p] in a loop over p of a kernel over (i, j) stays in its thread.
+bool carries_cross_thread_dependence(DependenceAnalysis& dep, Node* loop, Node* k) {
+  AccessGroup g(k->shape, k->rank());
+  g.add(loop);
+  return !dep.within_thread(g, g, DepPairs::flow_anti);
 }
 
 bool breaks_out_of(Node* loop) {
@@ -110,7 +81,7 @@ bool hoist_uniform(Program& p, Node* v, Node* k, const std::unordered_set<const 
   return true;
 }
 
-bool hoist_one(Program& p, Node* k) {
+bool hoist_one(Program& p, DependenceAnalysis& dep, Node* k) {
   // Kernels made by passes are race-free by construction, and one thread needs no barrier.
   // A workgroup kernel synchronizes through its own barriers and group buffers.
   if (!k->user_kernel || !k->group.empty() || const_size(k->shape) == 1) return false;
@@ -119,7 +90,7 @@ bool hoist_one(Program& p, Node* k) {
     if (l->op != Op::loop) continue;
     bool uniform = true;
     for (Node* o : l->operands) uniform &= !varying.count(o);
-    if (!uniform || breaks_out_of(l) || !carries_cross_thread_dependence(l, k)) continue;
+    if (!uniform || breaks_out_of(l) || !carries_cross_thread_dependence(dep, l, k)) continue;
     bool movable = true;
     for (Node* o : l->operands) movable = movable && hoist_uniform(p, o, k, varying);
     if (!movable) continue;
@@ -139,6 +110,7 @@ bool hoist_one(Program& p, Node* k) {
 
 bool hoist_grid_loops(Program& p) {
   bool changed = false;
+  DependenceAnalysis dep;
   for (bool again = true; again;) {
     again = false;
     std::vector<Node*> kernels;
@@ -146,7 +118,7 @@ bool hoist_grid_loops(Program& p) {
       if (n->op == Op::kernel) kernels.push_back(n);
     });
     for (Node* k : kernels)
-      if (hoist_one(p, k)) {
+      if (hoist_one(p, dep, k)) {
         again = changed = true;
         break;
       }

@@ -3,6 +3,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "core/analysis/dependence.h"
 #include "core/ir/builder.h"
 #include "core/ir/shape.h"
 #include "core/passes/pass_util.h"
@@ -11,90 +12,29 @@ namespace ember {
 
 namespace {
 
-struct Access {
-  std::unordered_map<const Node*, bool> reads, writes;  // memory -> all at own element
-  std::unordered_set<const Node*> atomics;
-};
-
-Access accesses(Node* k) {
-  Access acc;
-  walk_subtree(k, [&](Node* n) {
-    if (n->op != Op::load && n->op != Op::store && n->op != Op::atomic) return;
-    const Node* m = n->operand(0);
-    if (n->op == Op::atomic) { acc.atomics.insert(m); return; }
-    auto& map = n->op == Op::load ? acc.reads : acc.writes;
-    auto it = map.find(m);
-    bool own = at_own_element(n, k);
-    if (it == map.end()) map[m] = own; else it->second = it->second && own;
-  });
-  return acc;
-}
-
-bool compatible(Node* a, Node* b) {
+// Whether same-shaped kernels a and b may run as one: every dependence between them stays in one
+// thread (the dependence analysis decides).
+bool compatible(DependenceAnalysis& dep, Node* a, Node* b) {
   if (!same_shape(a->shape, b->shape)) return false;
-  Access x = accesses(a), y = accesses(b);
-  auto conflict = [](const Access& p, const Access& q) {
-    for (auto& [m, own] : p.writes) {
-      if (q.atomics.count(m)) return true;
-      auto r = q.reads.find(m);
-      if (r != q.reads.end() && !(own && r->second)) return true;
-      auto w = q.writes.find(m);
-      if (w != q.writes.end() && !(own && w->second)) return true;
-    }
-    for (const Node* m : p.atomics)
-      if (q.reads.count(m) || q.writes.count(m)) return true;
-    return false;
-  };
-  return !conflict(x, y) && !conflict(y, x);
+  AccessGroup x(a->shape, a->rank()), y(b->shape, b->rank());
+  x.add(a);
+  y.add(b);
+  return dep.within_thread(x, y);
 }
 
 // ---- Row merges: a row kernel and a kernel over its rows' elements ----------------------------
 //
 // A row kernel r of shape P or P + [1] next to a wide kernel w of shape P + [T]: thread p of r
 // can run the T threads (p, t) of w itself, as a loop over t appended to its body (w after r)
-// or prepended to it (w before r). Legal when no dependence crosses rows: every memory that one
-// of them writes and the other touches is accessed by both only in the thread's own row (its
-// first |P| indices are the thread's coordinates), so thread p reads and writes only what thread
-// p of the other kernel reads and writes, in the original order. The t-loop runs w's threads of
-// a row in one order, which any order of w's threads allows. Profitable (and not a loss of
+// or prepended to it (w before r). Legal when no dependence crosses rows: the dependence
+// analysis shows that every dependence between them relates r's thread p to w's threads (p, t),
+// so thread p reads and writes only what thread p of the other kernel reads and writes, in the
+// original order. The t-loop runs w's threads of a row in one order, which any order of w's
+// threads allows. Profitable (and not a loss of
 // parallelism worth counting) when w does O(1) work per element (no loop) and r already loops
 // over [0, T): the merged thread does a constant factor more work than r did, with r's
 // parallelism, and the row values r computes reach w without a round trip through memory
 // (longformer's and softmax's row max/sum followed by the normalized weights).
-
-// Whether access n reads or writes only the row of its thread in kernel k: the memory's first
-// `lead` dims are k's, its first `lead` indices are k's coordinates on those axes, and the others
-// stay in the row (clamped or wrapped; an unsafe one might leave it).
-bool in_own_row(const Node* n, const Node* k, int lead) {
-  const Node* mem = n->operand(0);
-  if (n->flat || mem->rank() < lead || (mem->rank() > lead && n->mode == IndexMode::unsafe)) return false;
-  for (int a = 0; a < lead; ++a) {
-    const Node* ix = n->operand(n->first_index_operand() + a);
-    if (!same_dim(mem->shape[static_cast<size_t>(a)], k->shape[static_cast<size_t>(a)])) return false;
-    bool unit_axis = const_dim(mem->shape[static_cast<size_t>(a)]) == 1 && ix->op == Op::constant && ix->i() == 0;
-    if (!unit_axis && (ix->op != Op::index || ix->axis != a)) return false;
-  }
-  return true;
-}
-
-struct RowAccess {
-  std::unordered_map<const Node*, bool> touched;  // memory -> every access in the own row
-  std::unordered_set<const Node*> written, atomics;
-};
-
-RowAccess row_accesses(Node* k, int lead) {
-  RowAccess acc;
-  walk_subtree(k, [&](Node* n) {
-    if (n->op != Op::load && n->op != Op::store && n->op != Op::atomic) return;
-    const Node* m = n->operand(0);
-    if (n->op != Op::load) acc.written.insert(m);
-    if (n->op == Op::atomic) acc.atomics.insert(m);
-    bool own = in_own_row(n, k, lead);
-    auto it = acc.touched.find(m);
-    if (it == acc.touched.end()) acc.touched[m] = own; else it->second = it->second && own;
-  });
-  return acc;
-}
 
 bool has_loop(Node* k) {
   bool found = false;
@@ -103,7 +43,7 @@ bool has_loop(Node* k) {
 }
 
 // Whether r is a row kernel of wide kernel w (see above) that may take w's body.
-bool row_mergeable(Node* r, Node* w) {
+bool row_mergeable(DependenceAnalysis& dep, Node* r, Node* w) {
   if (!r->group.empty() || !w->group.empty() || w->rank() < 2) return false;
   const int lead = w->rank() - 1;
   const bool unit = r->rank() == lead + 1 && const_dim(r->shape.back()) == 1;
@@ -117,13 +57,10 @@ bool row_mergeable(Node* r, Node* w) {
     loops_over_t |= n->op == Op::loop && same_dim(n->operand(1), t);
   });
   if (!loops_over_t) return false;
-  RowAccess x = row_accesses(r, lead), y = row_accesses(w, lead);
-  for (auto& [m, own_x] : x.touched) {
-    auto it = y.touched.find(m);
-    if (it == y.touched.end() || (!x.written.count(m) && !y.written.count(m))) continue;
-    if (!own_x || !it->second || x.atomics.count(m) || y.atomics.count(m)) return false;
-  }
-  return true;
+  AccessGroup x(r->shape, lead), y(w->shape, lead);
+  x.add(r);
+  y.add(w);
+  return dep.within_thread(x, y);
 }
 
 // Moves w's body into r as `loop t in [0, T)` (after r's body when w ran after r, else before),
@@ -199,6 +136,7 @@ void forward_stores(Program& p, Node* k) {
 
 bool merge_kernels(Program& p) {
   bool changed = false;
+  DependenceAnalysis dep;
   std::vector<Node*> kernels;
   p.for_each([&](Node* n) {
     if (n->op == Op::kernel) kernels.push_back(n);
@@ -212,9 +150,9 @@ bool merge_kernels(Program& p) {
     while (next && next->op != Op::kernel && movable(next)) next = next->next;
     if (!next || next->op != Op::kernel) continue;
     // Groups: barriers would cover the other kernel too.
-    const bool same = k->group.empty() && next->group.empty() && compatible(k, next);
-    const bool row_first = !same && row_mergeable(k, next);
-    const bool row_second = !same && !row_first && row_mergeable(next, k);
+    const bool same = k->group.empty() && next->group.empty() && compatible(dep, k, next);
+    const bool row_first = !same && row_mergeable(dep, k, next);
+    const bool row_second = !same && !row_first && row_mergeable(dep, next, k);
     if (!same && !row_first && !row_second) continue;
     for (Node* h = k->next; h != next;) {
       Node* after = h->next;

@@ -34,17 +34,6 @@ void walk_subtree(Node* n, const std::function<void(Node*)>& f) {
   }
 }
 
-bool at_own_element(const Node* n, const Node* k) {
-  const Node* mem = n->operand(0);
-  if (n->flat || !same_shape(mem->shape, k->shape)) return false;
-  for (int a = 0; a < mem->rank(); ++a) {
-    const Node* ix = n->operand(n->first_index_operand() + a);
-    bool unit_axis = const_dim(mem->shape[static_cast<size_t>(a)]) == 1 && ix->op == Op::constant && ix->i() == 0;
-    if (!unit_axis && (ix->op != Op::index || ix->axis != a)) return false;
-  }
-  return true;
-}
-
 void memory_effects(const Node* n, std::unordered_set<const Node*>* reads, std::unordered_set<const Node*>* writes) {
   walk_subtree(const_cast<Node*>(n), [&](Node* x) {
     if (x->op == Op::load && reads) reads->insert(x->operand(0));

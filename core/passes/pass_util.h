@@ -31,11 +31,6 @@ void memory_effects(const Node* n, std::unordered_set<const Node*>* reads, std::
 // Whether `n` (host level) runs per element of a non-empty shape: a kernel, or a shaped scope.
 bool is_device_scope(const Node* n);
 
-// Whether memory access n (load/store/atomic, not flat) touches exactly the element of its own
-// thread in kernel k: the memory is shaped like k and each index is k's coordinate on that axis
-// (or 0 on an axis of size 1).
-bool at_own_element(const Node* n, const Node* k);
-
 // Calls f on n and every node inside it (pre-order).
 void walk_subtree(Node* n, const std::function<void(Node*)>& f);
 

@@ -20,8 +20,9 @@ namespace {
 IndexItem at(Node* v) { IndexItem i; i.kind = IndexItem::tensor; i.value = v; return i; }
 
 // Y = zeros[N, 5]; kernel over rows i: for k in 0..3: for p in 0..5: Y[i, p] += X[src, p] * k,
-// where src is i (own row) or i + 1 (the next row); the store uses `mode`.
-std::unique_ptr<Program> row_program(bool neighbour, IndexMode mode) {
+// where src is i (own row) or i + 1 (the next row); the store uses `mode` and writes column
+// p + shift.
+std::unique_ptr<Program> row_program(bool neighbour, IndexMode mode, int shift = 0) {
   Tracer t("rows");
   DimSpec n; n.kind = DimSpec::symbolic; n.name = "N";
   DimSpec five; five.size = 5;
@@ -34,7 +35,7 @@ std::unique_ptr<Program> row_program(bool neighbour, IndexMode mode) {
   Node* src = neighbour ? t.binary(Op::add, i, c(1)) : i;
   Node* y = t.gather(Y, {at(src), at(p)});
   Node* v = t.binary(Op::add, y, t.binary(Op::mul, t.gather(X, {at(i), at(p)}), t.cast(k, DType::f32)));
-  t.scatter(Y, {at(i), at(p)}, v, mode);
+  t.scatter(Y, {at(i), at(shift ? t.binary(Op::add, p, c(shift)) : p)}, v, mode);
   t.end_scope();
   t.end_scope();
   t.end_scope();
@@ -105,9 +106,18 @@ TEST(OwnRows, ReadingAnotherThreadsRowIsHoisted) {
 }
 
 TEST(OwnRows, UnsafeRowIndexIsHoisted) {
-  std::unique_ptr<Program> p = row_program(false, IndexMode::unsafe);
+  // Y[i, p + 1] for p < 5 reaches Y[i + 1, 0]: another thread's row.
+  std::unique_ptr<Program> p = row_program(false, IndexMode::unsafe, 1);
   run_pipeline(*p);
   EXPECT_GE(count_loops(*p).host_loops, 1) << "an unsafe index may leave the row\n" << print_program(*p);
+  // Y[i, p] for p < 5: the dependence analysis proves the unsafe index stays in the row.
+  std::unique_ptr<Program> q = row_program(false, IndexMode::unsafe);
+  std::mt19937 rng(6);
+  std::vector<ArgValue> args = random_args(*q, rng, 6);
+  std::vector<HostTensor> want = interpret(*q, copy_args(args));
+  run_pipeline(*q);
+  EXPECT_EQ(compare(want, interpret(*q, copy_args(args))), "");
+  EXPECT_EQ(count_loops(*q).host_loops, 0) << print_program(*q);
 }
 
 // Row merges (programs.cpp's row_merge): the stored exp, its row sum and the normalization run in

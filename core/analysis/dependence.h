@@ -1,0 +1,107 @@
+// Dependence analysis: the one place passes ask whether reordering or fusing statements keeps
+// their memory dependences. Statements are grouped by the thread space they run in (a kernel, a
+// device scope before fusion, a loop in a kernel); each access's index is extracted as an affine
+// (quasi-affine, piecewise) function of the thread's coordinates, the counters of the loops around
+// it and host scalars, and isl decides whether two groups' accesses can meet across threads.
+// Indices that are not affine are over-approximated (any element), never under. The model is
+// explained in core/analysis/README.md. Runs on multi-dimensional indices (before lower_indexing).
+#pragma once
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "core/ir/node.h"
+
+namespace ember {
+
+// Whether memory access n (load/store/atomic, not flat) touches exactly the element of its own
+// thread in kernel k, by syntax alone: the memory is shaped like k and each index is k's
+// coordinate on that axis (or 0 on an axis of size 1). The fast path of the analysis.
+bool at_own_element(const Node* n, const Node* k);
+
+enum class AccessKind : uint8_t {
+  read,    // load; a var or value read at the thread's element
+  write,   // store, set, a var's initialization; an atomic whose old value is used
+  update,  // an atomic whose old value is unused: commutes with updates of the same kind
+};
+
+// One memory access of a statement group. `memory` is a memory node, or a var or value node that
+// fusion would turn into one; `own` marks an implicit access of the thread's element (a var set or
+// read elementwise), whose node is not a load/store/atomic.
+struct MemAccess {
+  const Node* node;
+  const Node* memory;
+  AccessKind kind;
+  bool own = false;
+};
+
+// The accesses of some statements that run per thread of `shape`: `index` nodes of that shape
+// are the thread's coordinates, and loops under the statements (or around them, up to the thread
+// scope) give loop dimensions. `lead` leading coordinates name the thread that the fused code
+// would run an access in (all of them, or |P| for a row kernel of P merged with one over P + [T]).
+// The accesses of one memory in a group, and how many of them write.
+struct MemoryAccesses {
+  std::vector<MemAccess> all;
+  int writes = 0;
+};
+
+class AccessGroup {
+ public:
+  AccessGroup(const std::vector<Node*>& shape, int lead);
+  // Adds the accesses of `root` and everything inside it.
+  void add(Node* root);
+  // Adds one access (callers that model a value as memory).
+  void add_access(const MemAccess& a);
+  void clear() { by_memory_.clear(); }
+
+  const std::vector<Node*>& shape() const { return shape_; }
+  int lead() const { return lead_; }
+  const std::unordered_map<const Node*, MemoryAccesses>& by_memory() const { return by_memory_; }
+
+ private:
+  std::vector<Node*> shape_;
+  int lead_;
+  std::unordered_map<const Node*, MemoryAccesses> by_memory_;
+};
+
+enum class DepPairs : uint8_t {
+  all,        // flow, anti and output dependences
+  flow_anti,  // only write/read pairs (a grid-synchronous loop's test)
+};
+
+// Counters of how questions were answered (tests, EMBER_DEBUG=time).
+struct DependenceStats {
+  long pairs = 0;      // access pairs on one memory with a write
+  long fast = 0;       // decided by the syntactic own-row rule
+  long isl = 0;        // decided by isl
+  long too_many = 0;   // given up as dependent: more isl checks than one query allows
+};
+
+class DependenceAnalysis {
+ public:
+  DependenceAnalysis();
+  ~DependenceAnalysis();
+  DependenceAnalysis(const DependenceAnalysis&) = delete;
+  DependenceAnalysis& operator=(const DependenceAnalysis&) = delete;
+
+  // Whether every dependence between an access of `a` and one of `b` (same memory, at least one
+  // a write; updates of one kind commute) relates instances in the same fused thread: equal
+  // first `lead` coordinates (a's and b's leads must be equal). Two such groups may run in one
+  // kernel, each thread running its part of a then its part of b.
+  bool within_thread(const AccessGroup& a, const AccessGroup& b, DepPairs pairs = DepPairs::all);
+
+  // Whether access n of a kernel (or device scope) of shape `shape` touches exactly its thread's
+  // element: the memory has that shape and isl proves the index map is the identity (clamp(i)
+  // for i in range, i % N, ...). at_own_element is the syntactic special case.
+  bool own_element(const Node* n, const std::vector<Node*>& shape);
+
+  const DependenceStats& stats() const { return stats_; }
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+  DependenceStats stats_;
+};
+
+}  // namespace ember

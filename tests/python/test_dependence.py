@@ -1,0 +1,98 @@
+"""Fusion decided by the dependence analysis (core/analysis/dependence.h): two kernels run as one
+when every dependence between them stays in one thread, not only at the thread's own element
+(a row producer and a consumer reading any element of that row); a dependence that crosses
+threads keeps them apart. Kernel counts asserted, results against NumPy on every backend."""
+import numpy as np
+import pytest
+
+import ember as em
+
+M = 12
+
+
+def rand(rng, *shape):
+    return rng.uniform(-2.0, 2.0, size=shape).astype(np.float32)
+
+
+def row_pair(read_row, read_col):
+    """Kernel 1 writes row i of A (a loop over its columns); kernel 2 sums A[read_row(i, N),
+    read_col(k)] * (k + 1) over k into Y[i]."""
+    @em.compile
+    def f(X: em.f32["N", M]):
+        n = X.shape[0]
+        A = em.zeros((n, M))
+        Y = em.zeros((n,))
+        with em.kernel(n) as i:
+            with em.loop(M) as j:
+                A[i, j] = X[i, j] * 2.0 + 1.0
+        with em.kernel(n) as i:
+            acc = em.var(0.0)
+            with em.loop(M) as k:
+                acc.val += A[read_row(i, n), read_col(k)] * em.cast(k + 1, em.f32)
+            Y[i] = acc
+        return Y
+    return f
+
+
+def want(X, rows, cols):
+    A = X * 2.0 + 1.0
+    w = np.arange(1, M + 1, dtype=np.float32)
+    return (A[rows][:, cols] * w).sum(axis=1)
+
+
+@pytest.mark.parametrize("case", ["own_row", "reversed_cols", "rotated_cols", "min_identity", "halved_double"])
+def test_same_row_dependences_fuse(rng, backend, case):
+    """Every read of A is in the row its thread wrote: one kernel."""
+    read_row = {
+        "min_identity": lambda i, n: em.min(i, n - 1),  # isl proves min(i, N - 1) = i
+        "halved_double": lambda i, n: (i * 2) // 2,     # floor(2i / 2) = i, a quasi-affine index
+    }.get(case, lambda i, n: i)
+    read_col = {
+        "reversed_cols": lambda k: M - 1 - k,
+        "rotated_cols": lambda k: (k + 5) % M,
+    }.get(case, lambda k: k)
+    f = row_pair(read_row, read_col)
+    X = rand(rng, 37, M)
+    cols = np.arange(M)
+    cols = {"reversed_cols": M - 1 - cols, "rotated_cols": (cols + 5) % M}.get(case, cols)
+    np.testing.assert_allclose(f(X).numpy(), want(X, np.arange(37), cols), rtol=1e-5, atol=1e-4)
+    assert f.kernel_count == 1
+
+
+@pytest.mark.parametrize("case", ["next_row", "mirrored_row", "indirect_row"])
+def test_cross_thread_dependences_keep_kernels_apart(rng, backend, case):
+    """A read of another thread's row (a neighbour, a mirror, an index only known at run time)
+    needs every row written first: two kernels."""
+    read_row = {
+        "next_row": lambda i, n: i + 1,                       # clamped to N - 1 at the end
+        "mirrored_row": lambda i, n: n - 1 - i,
+        "indirect_row": lambda i, n: em.cast(em.cast(i, em.f32) * 0.5, em.i32) * 2,
+    }[case]
+    f = row_pair(read_row, lambda k: k)
+    X = rand(rng, 37, M)
+    i = np.arange(37)
+    rows = {"next_row": np.minimum(i + 1, 36), "mirrored_row": 36 - i, "indirect_row": (i // 2) * 2}[case]
+    np.testing.assert_allclose(f(X).numpy(), want(X, rows, np.arange(M)), rtol=1e-5, atol=1e-4)
+    assert f.kernel_count == 2
+
+
+def test_disjoint_elements_fuse(rng, backend):
+    """Kernel 1 writes the even elements of A, kernel 2 reads the odd ones and writes B: no
+    element is shared (isl shows 2i = 2i' + 1 has no solution), so they fuse."""
+    @em.compile
+    def f(X: em.f32["N"]):
+        n = X.shape[0]
+        A = em.zeros((n * 2,))
+        B = em.zeros((n,))
+        with em.kernel(n) as i:
+            A[i * 2] = X[i] * 3.0
+        with em.kernel(n) as i:
+            B[i] = A[i * 2 + 1] + X[i]
+        return A, B
+    X = rand(rng, 29)
+    A, B = f(X)
+    wa = np.zeros(58, np.float32)
+    wa[0::2] = X * 3.0
+    np.testing.assert_allclose(A.numpy(), wa, rtol=1e-6)
+    np.testing.assert_allclose(B.numpy(), X, rtol=1e-6)
+    assert f.kernel_count == 1
