@@ -63,11 +63,11 @@ struct XStep {
   std::vector<int> memories;             // dispatch: buffer per kernel->memories slot
   std::vector<PlanValue> dims, params;   // dispatch
   int slot = -1;                         // loop var, let var, readback result
-  PlanValue a, b, c;                     // loop: begin end step; if: cond; let: value; copy/fill: count; readback: index
-  int buffer = -1, src = -1;             // fill/readback: buffer; copy: dst (buffer) and src
+  PlanValue a, b, c;                     // loop: begin end step; if: cond; let: value; copy/fill: count; readback/store: index; store: value (b)
+  int buffer = -1, src = -1;             // fill/readback/store: buffer; copy: dst (buffer) and src
   bool swap = false;                     // copy: move the storage (src is dead until written again)
   uint32_t word = 0;                     // fill
-  DType dtype = DType::i32;              // readback, let
+  DType dtype = DType::i32;              // readback, let, store
   NodeEval node;                         // let of an IR value (when node.code is not empty)
   std::vector<XStep> body, else_body;    // loop, if
 };
@@ -106,9 +106,12 @@ struct PlanExecutor::Impl {
 
   Impl(const Program& prog, HostPlan hp) : p(prog), plan(std::move(hp)) {}
 
+  // The position of the plan's argument `name` (the plan lists the program's arguments in order,
+  // under identifiers: a runtime plan renames the ones that are not).
   int arg_of(const std::string& name) const {
-    for (size_t i = 0; i < p.args.size(); ++i)
-      if (p.args[i]->name == name) return static_cast<int>(i);
+    if (plan.args.size() != p.args.size()) cannot("the plan lists another number of arguments than the program");
+    for (size_t i = 0; i < plan.args.size(); ++i)
+      if (plan.args[i].name == name) return static_cast<int>(i);
     cannot("no argument named '" + name + "'");
   }
 
@@ -276,6 +279,12 @@ struct PlanExecutor::Impl {
           x.a = PlanValue(s.count, DType::i32, symbols);
           x.word = static_cast<uint32_t>(s.fill_word);
           break;
+        case PlanStep::Kind::store:
+          x.buffer = buffer_of(s.buffer);
+          x.a = PlanValue(s.index, DType::i32, symbols);
+          x.b = PlanValue(s.value, s.dtype, symbols);
+          x.dtype = s.dtype;
+          break;
         case PlanStep::Kind::readback:
           x.buffer = buffer_of(s.buffer);
           x.a = PlanValue(s.index, DType::i32, symbols);
@@ -376,6 +385,14 @@ void exec(const std::vector<XStep>& steps, Frame& f) {
           f.runner.synchronize();
           std::fill(b.data, b.data + count, x.word);
         }
+        break;
+      }
+      case PlanStep::Kind::store: {
+        f.runner.synchronize();
+        HostTensor& b = buffer(f, x.buffer);
+        const int64_t i = x.a.eval(s);
+        EMBER_INTERNAL_ASSERT(i >= 0 && i < b.size(), "a host plan store to element " << i << " of " << b.size());
+        b.data[i] = x.b.word(s);
         break;
       }
       case PlanStep::Kind::readback: {

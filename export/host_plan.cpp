@@ -109,17 +109,34 @@ class PlanBuilder {
     }
     const std::vector<int> written = written_inputs(p_);
     for (const Node* a : p_.args) {
-      if (!identifier(a->name)) fail(a, "argument '" + a->name + "' has no identifier name");
+      std::string name = a->name;
+      if (!identifier(name)) {
+        // A runtime plan binds arguments by position, so a name like 'model.fc1.weight' (a
+        // Module argument's leaf) gets an identifier of its own; an export's manifest names them.
+        if (!runtime_) fail(a, "argument '" + a->name + "' has no identifier name");
+        name = runtime_arg_name(a->name, used);
+      }
+      used.insert(name);
       if (a->op == Op::scalar_arg) {
-        plan_.args.push_back({a->name, false});
-        plan_.scalars.push_back({a->name, a->dtype});
-        x_.name(a, a->name, true);
+        plan_.args.push_back({name, false});
+        plan_.scalars.push_back({name, a->dtype});
+        x_.name(a, name, true);
         continue;
       }
-      plan_.args.push_back({a->name, true});
+      plan_.args.push_back({name, true});
       const bool w = std::find(written.begin(), written.end(), a->index) != written.end();
-      add_buffer(a, a->name, w ? BufferRole::inout : BufferRole::input);
+      add_buffer(a, name, w ? BufferRole::inout : BufferRole::input);
     }
+  }
+
+  // `name` with every character that is not a letter, digit or '_' made '_', prefixed "arg_" and
+  // numbered until no argument, dim or buffer name uses it.
+  static std::string runtime_arg_name(const std::string& name, const std::unordered_set<std::string>& used) {
+    std::string base = "arg_";
+    for (char c : name) base += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+    std::string s = base;
+    for (int k = 1; used.count(s); ++k) s = base + "_" + std::to_string(k);
+    return s;
   }
 
   void add_buffer(const Node* n, const std::string& name, BufferRole role) {
@@ -256,6 +273,17 @@ class PlanBuilder {
         s.into = "r" + std::to_string(readbacks_++);
         s.dtype = n->dtype;
         x_.name(n, s.into, false);
+        out.push_back(std::move(s));
+        return;
+      }
+      case Op::store: {
+        // A host write of one element (e.g. an optimizer's step counter): runtime plans only.
+        if (!runtime_ || !n->shape.empty() || !n->flat || n->num_operands() != 3) break;
+        s.kind = PlanStep::Kind::store;
+        s.buffer = buffer_of(n->operand(0), n).name;
+        s.dtype = n->operand(1)->dtype;
+        s.value = let_value(n->operand(1), "a stored value");
+        s.index = x_.expr(n->operand(2), "a store's index");
         out.push_back(std::move(s));
         return;
       }

@@ -63,7 +63,8 @@ struct PlanKernel {
 };
 
 struct PlanStep {
-  enum class Kind { dispatch, loop, if_, let, copy, fill, readback };
+  // store: runtime plans only (no manifest form): `value` (of `dtype`) written to element `index` of `buffer`.
+  enum class Kind { dispatch, loop, if_, let, copy, fill, readback, store };
   Kind kind = Kind::dispatch;
   size_t kernel = 0;                                         // dispatch: index into HostPlan::kernels
   std::string threads;                                       // dispatch
@@ -72,9 +73,9 @@ struct PlanStep {
   std::vector<std::pair<std::string, std::string>> params;   // dispatch: field -> value
   std::string var, begin, end, step;                         // loop; let (var)
   std::string cond;                                          // if
-  std::string value;                                         // let
-  DType dtype = DType::i32;                                  // let, readback
-  std::string buffer, src, dst, count, index, into;          // fill (buffer, count), copy, readback
+  std::string value;                                         // let, store
+  DType dtype = DType::i32;                                  // let, readback, store
+  std::string buffer, src, dst, count, index, into;          // fill (buffer, count), copy, readback, store
   int64_t fill_word = 0;                                     // fill
   std::vector<PlanStep> body, else_body;                     // loop and if (then/else)
   // let, runtime plans only (build_runtime_plan; no manifest form): `value` is this IR node,

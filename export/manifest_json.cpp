@@ -134,6 +134,8 @@ J steps_json(const HostPlan& plan, const std::vector<PlanStep>& steps) {
         o.add("op", J::str("readback")).add("buffer", J::str(s.buffer)).add("index", J::str(s.index))
             .add("into", J::str(s.into)).add("dtype", J::str(dtype_name(s.dtype)));
         break;
+      case PlanStep::Kind::store:  // runtime plans only: build_host_plan never makes one
+        throw InternalError("a store step in an export's host plan");
     }
     a.push(std::move(o));
   }

@@ -14,6 +14,7 @@
 #include "core/passes/forward_copies.h"
 #include "core/passes/fuse_kernels.h"
 #include "core/passes/fuse_loads.h"
+#include "core/passes/hoist_invariants.h"
 #include "core/passes/lower_algorithms.h"
 #include "core/passes/lower_group_barriers.h"
 #include "core/passes/lower_indexing.h"
@@ -56,6 +57,7 @@ const std::vector<Step>& steps() {
       {{"lower_indexing", lower_indexing}, false},
       {{"lower_group_barriers", lower_group_barriers}, false, true},
       {{"cleanup", nullptr}, true},
+      {{"hoist_invariants", hoist_invariants}, false},
       {{"split_host", split_host}, false},
   };
   return s;

@@ -6,7 +6,12 @@ optimizer hyperparameter a runtime scalar input, named `<argument>.<dotted name>
 (classes, tensor names, shapes, dtypes, plain attributes) is recorded at the first call; the trace
 depends on it, so a later call must match it (ember.TypeError / ember.ShapeError naming the
 difference) and the trace cache keys on it. Classes opt in by defining `_em_describe(argname, ctx)`
--> (structure, leaves) and `_em_rebuild(values, ctx)` -> the object seen inside the trace."""
+-> (structure, leaves) and `_em_rebuild(values, ctx)` -> the object seen inside the trace.
+
+A class may also define `_em_snapshot()` -> identity checks (see `holds`) that stand for its last
+_em_describe while they hold, or None: then a call passing the same objects, unchanged, reuses
+the last call's flattened arguments instead of describing them again (the per-call cost of a
+train step's Python side)."""
 import types
 
 from . import _ember as _C
@@ -127,6 +132,50 @@ def _show(p):
     if kind in ("param", "buffer", "state"):
         return f"{p[3]}{list(p[2])}"
     return ", ".join(repr(x) for x in p[2:])
+
+
+_IMMUTABLE = (type(None), bool, int, float, str, types.FunctionType, types.BuiltinFunctionType, type)
+
+
+def immutable(v):
+    """Whether plain attribute `v` cannot change without being replaced (so an identity check
+    of it stands for its description)."""
+    if isinstance(v, tuple):
+        return all(immutable(x) for x in v)
+    return isinstance(v, _IMMUTABLE)
+
+
+def mapping_check(d):
+    """An identity check of dict `d`: the same keys in the same order, each bound to the same object."""
+    return (d, tuple(d), tuple(d.values()))
+
+
+def sequence_check(s):
+    """An identity check of list `s`: the same objects in the same order."""
+    return (s, None, tuple(s))
+
+
+def holds(checks):
+    """Whether every check of a snapshot still holds: (dict, keys, values) from mapping_check,
+    (list, None, items) from sequence_check, or (object, attribute name, value) for an attribute
+    held in a slot."""
+    for c, keys, vals in checks:
+        if keys is None:
+            cur = c
+        elif type(keys) is str:
+            if getattr(c, keys) is not vals:
+                return False
+            continue
+        else:
+            if len(c) != len(keys) or tuple(c) != keys:
+                return False
+            cur = c.values()
+        if len(c) != len(vals):
+            return False
+        for a, b in zip(cur, vals):
+            if a is not b:
+                return False
+    return True
 
 
 def leaf_specs(leaves):

@@ -209,6 +209,9 @@ class Program:
         self._obj_uncacheable = False
         self._obj_last = None
         self._has_obj = None  # whether a parameter is a Module or optimizer (known once annotations are read)
+        # The last call's object arguments as run arguments, while their _em_snapshot checks hold:
+        # (backend, {position: weakref}, [checks], {position: [run values]}) or None.
+        self._snap = None
 
     def __repr__(self):
         state = "compiled" if self._compiled else ("traced" if self._traced_text else "not traced")
@@ -344,10 +347,11 @@ class Program:
         bound.apply_defaults()
         return [bound.arguments[p] for p, _ in self._params]
 
-    def _arguments(self, args, kwargs, copies=None, leaves=None):
+    def _arguments(self, args, kwargs, copies=None, leaves=None, objects=None):
         """The run arguments (em.Tensor or scalar words) after checking them; NumPy arrays that had
         to be copied are appended to `copies` as (position, array, tensor, parameter name). `leaves`: the flattened
-        Module/optimizer arguments {position: [(name, em.Tensor or (dtype, value))]}."""
+        Module/optimizer arguments {position: [(name, em.Tensor or (dtype, value))]}; `objects`:
+        {position: [run values]} of the object arguments, filled from `leaves`, or given (a snapshot)."""
         if kwargs or len(args) != len(self._params):
             args = self._bind(args, kwargs)
         env, out = {}, []
@@ -356,8 +360,13 @@ class Program:
                 out.append(_scalar_word(pname, spec, v))
                 continue
             if isinstance(spec, O.ObjSpec):
-                for name, leaf in leaves[k]:
-                    out.append(_scalar_word(name, *leaf) if isinstance(leaf, tuple) else leaf)
+                if leaves is None:
+                    out.extend(objects[k])
+                    continue
+                vals = [_scalar_word(name, *leaf) if isinstance(leaf, tuple) else leaf for name, leaf in leaves[k]]
+                if objects is not None:
+                    objects[k] = vals
+                out.extend(vals)
                 continue
             dt = spec.dtype
             if not isinstance(v, (Tensor, np.ndarray)):
@@ -390,17 +399,19 @@ class Program:
         if T.active() is not None:
             raise T.error(_C.Error, f"calling the compiled program {self.name} inside a traced function is "
                                     "not supported; call its Python function instead")
-        leaves = None
+        leaves = objects = None
         if self._has_obj is None:
             self._sig, self._params = _signature(self.fn)
             self._has_obj = any(isinstance(s, O.ObjSpec) for _, s in self._params)
         if self._has_obj:
-            args, leaves = self._object_arguments(args, kwargs)
-            kwargs = {}
+            objects = self._snapshot_arguments(args, kwargs)
+            if objects is None:
+                args, leaves = self._object_arguments(args, kwargs)
+                kwargs, objects = {}, {}
         if not self._from_trace_cache():
             self._trace(args if leaves is not None else None)
         copies = []
-        run_args = self._arguments(args, kwargs, copies, leaves)  # argument errors come before any compiling
+        run_args = self._arguments(args, kwargs, copies, leaves, objects)  # argument errors come before any compiling
         cp = self._compile()
         back = []
         if copies:  # arrays passed as copies: the ones the program writes get the copy back
@@ -415,11 +426,46 @@ class Program:
         outs = cp.run(run_args)
         for _, a, t, _ in back:
             np.copyto(a, t.numpy())
+        if leaves is not None:
+            self._save_snapshot(args, objects)
         if self._returns == "none":
             return None
         if self._returns == "one":
             return outs[0]
         return tuple(outs)
+
+    def _snapshot_arguments(self, args, kwargs):
+        """{position: [run values]} of the object arguments from the last call's snapshot when this
+        call passes the same objects, positionally, for the same backend and every check holds; else None."""
+        snap = self._snap
+        if snap is None or kwargs or len(args) != len(self._params) or snap[0] != backend():
+            return None
+        for k, ref in snap[1].items():
+            if args[k] is not ref():
+                return None
+        for checks in snap[2]:
+            if not O.holds(checks):
+                return None
+        return snap[3]
+
+    def _save_snapshot(self, args, objects):
+        """Keeps this call's object arguments (flattened into `objects`) with their _em_snapshot
+        checks, if every one has them; released when an object dies."""
+        self._snap = None
+        checks = []
+        for k in objects:
+            take = getattr(args[k], "_em_snapshot", None)
+            c = take() if take is not None else None
+            if c is None:
+                return
+            checks.append(c)
+        me = weakref.ref(self)
+
+        def drop(_):
+            p = me()
+            if p is not None:
+                p._snap = None
+        self._snap = (backend(), {k: weakref.ref(args[k], drop) for k in objects}, checks, objects)
 
     def _object_arguments(self, args, kwargs):
         """Binds the arguments of a program with Module/optimizer parameters, checks (or, at the

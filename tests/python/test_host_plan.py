@@ -187,3 +187,46 @@ def test_allocation_in_a_branch_not_taken(backend):
         np.testing.assert_array_equal(np.asarray(planned(X, k)), np.asarray(interpreted(X, k)))
     np.testing.assert_array_equal(np.asarray(planned(X, 3)), X + 6)
     assert planned.stats["host"] == "plan", planned.stats["host_reason"]
+
+
+def test_module_and_optimizer_arguments_run_the_plan(backend, rng):
+    """A train step with Module and optimizer arguments runs its host plan: the arguments' dotted
+    names ('model.fc.weight') get identifiers of their own, and the host's write of the step
+    counter (a store step, runtime plans only) lands in the optimizer's tensor, as interpreted."""
+    class Net(em.nn.Module):
+        def __init__(self):
+            self.fc = em.nn.Linear(6, 3, seed=5)
+
+        def forward(self, x):
+            return self.fc(x)
+
+    def step(model: Net, opt: em.optim.Adam, x: em.f32["B", 6], y: em.i32["B"]):  # noqa: F821
+        loss = em.nn.cross_entropy(model(x), y)
+        opt.step(loss)
+        return loss
+
+    results = []
+    for plan in (True, False):
+        prog = em.compile(step)  # compiles at its first call (under this EMBER_HOST_PLAN)
+        model = Net()
+        opt = em.optim.Adam(model, lr=0.05)
+        old = os.environ.get("EMBER_HOST_PLAN")
+        os.environ["EMBER_HOST_PLAN"] = "1" if plan else "0"
+        try:
+            r = np.random.default_rng(7)
+            x, y = r.standard_normal((8, 6)).astype(np.float32), r.integers(0, 3, 8).astype(np.int32)
+            losses = [float(prog(model, opt, x, y)) for _ in range(3)]
+        finally:
+            if old is None:
+                os.environ.pop("EMBER_HOST_PLAN", None)
+            else:
+                os.environ["EMBER_HOST_PLAN"] = old
+        assert prog.stats["host"] == ("plan" if plan else "interpreter"), prog.stats["host_reason"]
+        assert opt.step_count == 3
+        results.append((losses, model.state_dict(), opt.state_dict()))
+    (l1, m1, o1), (l2, m2, o2) = results
+    assert l1 == l2 and l1[2] < l1[0]
+    for k in m1:
+        np.testing.assert_array_equal(m1[k], m2[k])
+    for k in o1:
+        np.testing.assert_array_equal(o1[k], o2[k])

@@ -210,3 +210,107 @@ def test_copied_array_written_back_after_module_inputs(rng):
     ro.flags.writeable = False
     with pytest.raises(em.TypeError, match="argument 'out' is a read-only NumPy array"):
         write_out(model, x, ro)
+
+
+def test_same_objects_changed_between_calls(rng, monkeypatch):
+    """Calls passing the same unchanged model and optimizer reuse the last call's flattened
+    arguments (no describe); every change to them in between is still seen: new parameter values
+    (load_state_dict), a new learning rate, a changed attribute, a replaced parameter, and a
+    module with a list attribute (which can change in place) is described at every call."""
+    described = []
+    orig = MLP._em_describe
+    monkeypatch.setattr(MLP, "_em_describe", lambda self, *a: described.append(1) or orig(self, *a))
+
+    @em.compile
+    def step(model: MLP, opt: em.optim.SGD, x: em.f32["B", 8], y: em.i32["B"]):  # noqa: F821
+        loss = em.nn.cross_entropy(model(x), y)
+        opt.step(loss)
+        return loss
+
+    model, x, y = MLP(), *_data(rng, 16)
+    opt = em.optim.SGD(model, lr=0.1)
+    step(model, opt, x, y)
+    first = len(described)  # describing, then tracing
+    for _ in range(3):
+        step(model, opt, x, y)
+    assert len(described) == first
+
+    state = {k: rng.standard_normal(v.shape).astype(np.float32) for k, v in model.state_dict().items()}
+    model.load_state_dict(state)
+    opt.lr = 0.0
+    loss = float(step(model, opt, x, y))
+    assert len(described) == first + 1
+    for k, v in model.state_dict().items():
+        np.testing.assert_array_equal(v, state[k])  # lr 0: unchanged
+    h = np.maximum(x @ state["fc1.weight"].T + state["fc1.bias"], 0) @ state["fc2.weight"].T + state["fc2.bias"]
+    h = h - h.max(axis=1, keepdims=True)
+    want = np.mean(np.log(np.exp(h).sum(axis=1)) - h[np.arange(len(y)), y])
+    np.testing.assert_allclose(loss, want, rtol=1e-5)
+
+    model.fc1.in_features = 9
+    with pytest.raises(em.TypeError, match="attribute 'fc1.in_features' is 9, but step was traced with 8"):
+        step(model, opt, x, y)
+    model.fc1.in_features = 8
+    model.fc2.bias = em.nn.Parameter(np.ones(3, np.float32))
+    with pytest.raises(em.TypeError, match="trains parameter 'fc2.bias', which is not a parameter"):
+        step(model, opt, x, y)
+
+    class Listed(MLP):
+        def __init__(self):
+            super().__init__()
+            self.sizes = [8, 32]
+
+    @em.compile
+    def step2(model: Listed, opt: em.optim.SGD, x: em.f32["B", 8], y: em.i32["B"]):  # noqa: F821
+        loss = em.nn.cross_entropy(model(x), y)
+        opt.step(loss)
+        return loss
+
+    listed = Listed()
+    opt2 = em.optim.SGD(listed, lr=0.1)
+    step2(listed, opt2, x, y)
+    n = len(described)
+    step2(listed, opt2, x, y)
+    assert len(described) == n + 1
+    listed.sizes.append(3)
+    with pytest.raises(em.TypeError, match="sizes"):
+        step2(listed, opt2, x, y)
+
+
+def test_digits_step_kernels_and_host_plan(rng):
+    """The bench's digits train step (64-128-10 MLP, Adam, minibatch gathered on the device) runs
+    through the host plan with at most 18 kernels: 4 of them compute the global gradient norm
+    in a host branch taken only while clip_norm is set; Adam's updates write in place."""
+    class Digits(em.nn.Module):
+        def __init__(self):
+            self.fc1 = em.nn.Linear(64, 128, seed=1)
+            self.fc2 = em.nn.Linear(128, 10, seed=2)
+
+        def forward(self, x):
+            return self.fc2(em.nn.relu(self.fc1(x)))
+
+    @em.compile
+    def step(model: Digits, opt: em.optim.Adam, X: em.f32["S", 64], y: em.i32["S"],  # noqa: F821
+             idx: em.i32["T", "B"], t: em.i32):  # noqa: F821
+        batch = idx[t]
+        loss = em.nn.cross_entropy(model(X[batch]), y[batch])
+        opt.step(loss)
+        return loss
+
+    X = rng.random((300, 64), dtype=np.float32)
+    y = (X[:, :10].argmax(axis=1)).astype(np.int32)
+    idx = np.stack([rng.permutation(300)[:32] for _ in range(20)]).astype(np.int32)
+    model = Digits()
+    opt = em.optim.Adam(model, lr=3e-3)
+    losses = [float(step(model, opt, X, y, idx, t)) for t in range(20)]
+    assert step.stats["host"] == "plan", step.stats["host_reason"]
+    assert step.kernel_count <= 18
+    assert np.mean(losses[-5:]) < np.mean(losses[:5])
+    opt.clip_norm = 1e-3  # the norm branch runs now: the gradient that reaches Adam has norm 1e-3
+    before = opt.state_dict()
+    step(model, opt, X, y, idx, 0)
+    after = opt.state_dict()
+    names = [k for k in after if k.endswith(".exp_avg")]
+    assert len(names) == 4
+    g2 = sum(float(np.sum(((after[k] - 0.9 * before[k]) / 0.1).astype(np.float64) ** 2)) for k in names)
+    np.testing.assert_allclose(np.sqrt(g2), 1e-3, rtol=1e-3)

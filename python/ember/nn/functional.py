@@ -447,5 +447,10 @@ def cross_entropy(logits, labels):
                + _shape_str(logits) + ")")
     m = ops.max(logits, axis=1, keepdims=True).detach()
     lse = ops.log(ops.sum(ops.exp(logits - m), axis=1)) + m[:, 0]  # logsumexp per row
-    (rows,) = ops.indices(labels.shape)
-    return ops.mean(lse - logits[rows, labels])
+    # logits[b, labels[b]] as a masked row sum (exact: one term, the rest +0): its derivative is
+    # elementwise, where a gather's would scatter atomically into a zeroed buffer.
+    n = logits.shape[1]
+    label = ops.clamp(labels, 0, n - 1)
+    _, cls = ops.indices(logits.shape)
+    picked = ops.sum(ops.where(cls == label[:, None], logits, 0.0), axis=1)
+    return ops.mean(lse - picked)

@@ -339,6 +339,28 @@ class Module:
         walk(self, "")
         return tuple(parts), leaves
 
+    def _em_snapshot(self):
+        """Identity checks standing for _em_describe (python/ember/_objargs.py): every module's
+        __dict__ and every Parameter's data; None when a plain attribute could change in place."""
+        from .._objargs import immutable, mapping_check
+        checks, seen = [], set()
+
+        def walk(m):
+            checks.append(mapping_check(m.__dict__))
+            for k, v in m.__dict__.items():
+                if k.startswith("_em_") or id(v) in seen:
+                    continue
+                seen.add(id(v))
+                if isinstance(v, Module):
+                    if not walk(v):
+                        return False
+                elif isinstance(v, Parameter):
+                    checks.append((v, "data", v.data))
+                elif not isinstance(v, Tensor) and not immutable(v):
+                    return False
+            return True
+        return checks if walk(self) else None
+
     def _em_rebuild(self, values, ctx):
         """The structural copy seen inside a trace: same classes and plain attributes, every tensor
         replaced by the next Value of the iterator `values` (input order of _em_describe)."""

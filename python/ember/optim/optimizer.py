@@ -14,6 +14,7 @@ import numpy as np
 from .. import _ember as _C
 from .. import _tracing as T
 from .._autodiff import grad as _grad
+from .._control import if_ as _if, var as _var
 from .._dtypes import bool as _bool, f32
 from .._ops import clamp, sqrt, sum as _sum, where
 from .._tensor import tensor, zeros_tensor
@@ -201,6 +202,14 @@ class Optimizer:
             leaves.append((f"{argname}.{k}", (_bool, v) if k in self._bools else (f32, math.inf if v is None else v)))
         return tuple(parts), leaves
 
+    def _em_snapshot(self):
+        """Identity checks standing for _em_describe (python/ember/_objargs.py): the optimizer's
+        attributes, parameter list, state tensors and hyperparameter values (a new `lr` value is
+        a new float object, so a call after `opt.lr = ...` describes the optimizer again)."""
+        from .._objargs import mapping_check, sequence_check
+        return ([mapping_check(self.__dict__), mapping_check(self._hyper), sequence_check(self._params),
+                 sequence_check(self._state)] + [mapping_check(st) for st in self._state])
+
     def _em_rebuild(self, values, ctx):
         c = object.__new__(type(self))
         d = c.__dict__
@@ -275,15 +284,21 @@ class Optimizer:
             c = h["clip_value"]
             grads = [clamp(g, -c, c) for g in grads]
         if "clip_norm" in h:  # torch.nn.utils.clip_grad_norm_: coef = max_norm / (norm + 1e-6), at most 1
-            total = _sum(grads[0] * grads[0])
-            for g in grads[1:]:
-                total = total + _sum(g * g)
-            coef = h["clip_norm"] / (sqrt(total) + 1e-6)
-            coef = where(coef < 1.0, coef, 1.0)
-            grads = [g * coef for g in grads]
+            # The norm is computed only while clipping is on (clip_norm=None passes inf): a host
+            # branch on the runtime scalar, so turning it on or off does not recompile.
+            coef = _var(1.0)
+            with _if(h["clip_norm"] < math.inf):
+                total = _sum(grads[0] * grads[0])
+                for g in grads[1:]:
+                    total = total + _sum(g * g)
+                c = h["clip_norm"] / (sqrt(total) + 1e-6)
+                coef.val = where(c < 1.0, c, 1.0)
+            grads = [g * coef.val for g in grads]
         t = self._tstep + 1.0
-        news = [self._update(p, g, st, h, t) for p, g, st in zip(params, grads, self._svals)]
-        for p, st, (new_p, new_st) in zip(params, self._svals, news):
+        # Each parameter's update is written right after it is computed (it reads only its own
+        # parameter, gradient and state): the update and its writes fuse into one kernel.
+        for p, g, st in zip(params, grads, self._svals):
+            new_p, new_st = self._update(p, g, st, h, t)
             for k, v in new_st.items():
                 st[k][...] = v
             p[...] = new_p
