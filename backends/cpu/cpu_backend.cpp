@@ -104,9 +104,9 @@ class CpuBackend : public Backend {
  private:
   static void log(const Program& p, size_t kernels, const CompileInfo& info) {
     if (log_info())
-      std::fprintf(stderr, "ember: %s: %zu kernels (%d distinct, %d compiled in %d units), compile %.1f ms (cache %s%s)\n",
+      std::fprintf(stderr, "ember: %s: %zu kernels (%d distinct, %d compiled in %d units), compile %.1f ms (cache %s)%s\n",
                    p.name.c_str(), kernels, info.distinct_kernels, info.compiled_kernels, info.translation_units,
-                   info.codegen_ms + info.compile_ms, info.cache_hit ? "hit" : "miss", info.linked ? ", linked" : "");
+                   info.codegen_ms + info.compile_ms, info.cache_hit ? "hit" : "miss", info.linked ? ", linked (no code generated)" : "");
   }
 
   // The link record: the build facts, each distinct kernel's cache key and symbol, and which of
