@@ -22,6 +22,12 @@ struct CompileInfo {
   int compiled_kernels = 0;   // of those, the ones compiled by this call (cache misses)
   int translation_units = 0;  // compiler runs of this call: cpu translation units, GPU shaders
   std::string cache_key;      // identifies the program's set of compiled kernels
+  // In: a link record an earlier compile of this same lowered program returned (empty: none);
+  // the backend checks it and, when every kernel it names is still cached, binds the kernels
+  // without generating code. Out: this compile's record (empty: the backend keeps none). The
+  // program cache saves it with the lowered program (compiled_program.cpp).
+  std::string link;
+  bool linked = false;  // out: the kernels were bound from the link record (no code generation)
 };
 
 class Backend {

@@ -25,6 +25,12 @@ namespace ember {
 namespace {
 
 constexpr const char* kProgramExt = "prog";
+constexpr const char* kLinkExt = "link";
+
+bool debug_has(const char* what) {
+  const char* d = std::getenv("EMBER_DEBUG");
+  return d && std::strstr(d, what);
+}
 
 // program_cache_enabled() with the pipeline's verify option already read.
 bool program_cache_enabled(bool verify) {
@@ -87,15 +93,40 @@ std::string program_cache_key(const std::string& digest, const std::string& back
 std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
 
 // The cached lowered program, or null: none saved, or a bad entry (removed with a warning, so
-// the caller lowers the program again and saves a good one).
+// the caller lowers the program again and saves a good one). The entry's checksum and the
+// loader's own checks (references, ranges) always run; the IR verifier only with
+// EMBER_DEBUG=verify (the program was verified-clean when it was saved, and the verifier was
+// most of the load time of a large program).
 std::unique_ptr<Program> load_program(const std::string& key) {
   std::string bytes;
   if (!disk_entry_read(key, kProgramExt, bytes)) return nullptr;
   try {
-    return deserialize_program(bytes, VerifyOptions{true});
+    return deserialize_program(bytes, VerifyOptions{true}, true, debug_has("verify"));
   } catch (const Error& e) {
     disk_entry_corrupt(key, kProgramExt, first_line(e.what()));
     return nullptr;
+  }
+}
+
+// The link record's entry (backend.h, CompileInfo::link) is its own key beside the program's.
+std::string link_key(const std::string& program_key) { return "link-" + content_hash(program_key); }
+
+// The backend's link record saved with the program, or empty.
+std::string load_link(const std::string& program_key) {
+  std::string bytes;
+  if (program_key.empty() || !disk_entry_read(link_key(program_key), kLinkExt, bytes)) return {};
+  return bytes;
+}
+
+void save_link(const std::string& program_key, const std::string& link) {
+  if (program_key.empty() || link.empty()) return;
+  const std::string key = link_key(program_key);
+  try {
+    const std::string tmp = cache_temp_path(key, ".link");
+    write_file_atomic(tmp, link);
+    disk_entry_commit(key, kLinkExt, tmp);
+  } catch (const BackendError& e) {
+    cache_unwritable(e.what());
   }
 }
 
@@ -153,7 +184,7 @@ CompiledProgram::CompiledProgram(std::unique_ptr<Program> traced, const std::str
     }
   }
   stats_.passes_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  compile_kernels();
+  compile_kernels(stats_.program_cache_hit ? load_link(key) : std::string());
   // Saved once the kernels compiled too: a program that fails anywhere is never cached.
   if (!key.empty() && !stats_.program_cache_hit) save_program(key, *prog_);
 }
@@ -171,17 +202,22 @@ std::unique_ptr<CompiledProgram> CompiledProgram::from_program_cache(const std::
   cp->stats_.program_cache_key = key;
   cp->stats_.traced_digest = digest;
   cp->stats_.passes_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  cp->compile_kernels();
+  cp->compile_kernels(load_link(key));
   return cp;
 }
 
-void CompiledProgram::compile_kernels() {
+void CompiledProgram::compile_kernels(const std::string& link) {
   prog_->for_each([&](Node* n) {
     stats_.kernels += n->op == Op::kernel;
     stats_.buffers += n->op == Op::buffer;
   });
   CompileInfo info;
+  info.link = link;
   runner_ = backend_->compile(*prog_, info);
+  // A new or changed link record is saved with the program (a program cache hit whose record was
+  // missing or stale gets a good one for the next process).
+  if (!stats_.program_cache_key.empty() && !info.linked) save_link(stats_.program_cache_key, info.link);
+  stats_.linked = info.linked;
   stats_.codegen_ms = info.codegen_ms;
   stats_.compile_ms = info.compile_ms;
   stats_.cache_hit = info.cache_hit;
@@ -269,8 +305,10 @@ std::string CompiledProgram::ir(const std::string& stage) const {
   auto it = stages_.find(stage);
   if (it == stages_.end()) {
     std::string known;
-    for (auto& kv : stages_) known += (known.empty() ? "" : ", ") + kv.first;
-    throw Error("unknown IR stage '" + stage + "' (known: " + known + ")");
+    for (auto& kv : stages_)
+      if (kv.first.find('#') == std::string::npos) known += (known.empty() ? "" : ", ") + kv.first;
+    throw Error("unknown IR stage '" + stage + "' (known: " + known +
+                "; a pass run several times also as <name>#<run>, e.g. simplify#1)");
   }
   return it->second;
 }

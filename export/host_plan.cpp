@@ -62,9 +62,13 @@ class PlanBuilder {
   }
 
   HostPlan run() {
-    const KernelClasses classes = group_kernels(p_);
-    for (size_t i = 0; i < classes.kernels.size(); ++i)
-      class_first_[classes.kernels[i]] = classes.representative(static_cast<size_t>(classes.class_of[i]));
+    // Which kernels share a file matters only to an export (the runtime binds each kernel node to
+    // its compiled function itself): runtime plans skip grouping the kernels.
+    if (!runtime_) {
+      const KernelClasses classes = group_kernels(p_);
+      for (size_t i = 0; i < classes.kernels.size(); ++i)
+        class_first_[classes.kernels[i]] = classes.representative(static_cast<size_t>(classes.class_of[i]));
+    }
     arguments();
     flush(plan_.steps, 0);
     name_outputs(p_.root());
@@ -334,9 +338,12 @@ class PlanBuilder {
     pk.kernel = k;
     pk.abi = kernel_abi(k, plan_.api);
     pk.file_of = plan_.kernels.size();
-    const Node* first = class_first_.count(k) ? class_first_[k] : k;
-    for (size_t i = 0; i < plan_.kernels.size(); ++i)
-      if (plan_.kernels[i].kernel == first) pk.file_of = plan_.kernels[i].file_of;
+    const auto first = class_first_.find(k);
+    if (first != class_first_.end() && first->second != k) {
+      const auto it = kernel_index_.find(first->second);
+      if (it != kernel_index_.end()) pk.file_of = plan_.kernels[it->second].file_of;
+    }
+    kernel_index_.emplace(k, plan_.kernels.size());
     for (const KernelBinding& b : pk.abi.bindings) pk.binding_buffers.push_back(buffer_of(b.memory, k).name);
 
     PlanStep s;
@@ -391,6 +398,7 @@ class PlanBuilder {
   std::unordered_map<const Node*, size_t> buffer_names_;
   std::unordered_map<const Node*, std::string> output_names_;
   std::unordered_map<const Node*, const Node*> class_first_;
+  std::unordered_map<const Node*, size_t> kernel_index_;  // kernel node -> its first index in plan_.kernels
   int temps_ = 0, loops_ = 0, vars_ = 0, lets_ = 0, readbacks_ = 0;
   bool runtime_ = false;
 };

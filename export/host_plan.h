@@ -53,7 +53,8 @@ struct PlanOutput {
 };
 
 // One kernel node of the program and the interface it is bound through. Kernels with equal
-// bodies share a file: `file_of` is the index of the kernel whose file this one runs.
+// bodies share a file: `file_of` is the index of the kernel whose file this one runs (in a runtime
+// plan, build_runtime_plan, always its own index: the runtime does not group kernels there).
 struct PlanKernel {
   std::string name;  // <program>_k<i>
   const Node* kernel = nullptr;

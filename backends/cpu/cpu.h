@@ -43,8 +43,18 @@ const std::vector<std::string>& cpu_flags();
 // translation units built concurrently (cpu_compile.cpp says how). Fills info.compile_ms,
 // cache_hit, compiled_kernels, translation_units and cache_key. Throws CompileError when the
 // compiler fails, BackendError when nothing can be written anywhere.
+// `keys_out`, if given, receives each kernel's cache key (for cpu_find_kernels).
 std::vector<CpuKernel> cpu_load_kernels(const std::vector<const GeneratedKernel*>& kernels, CompileInfo& info,
-                                        const CompileTimeline& timeline);
+                                        const CompileTimeline& timeline, std::vector<std::string>* keys_out = nullptr);
+
+// The kernels of cache `keys` (from cpu_load_kernels) with their `symbols`, from the memory or
+// disk cache only, without their source: false (and `out` untouched) when any is not there.
+// Fills info's cache fields as cpu_load_kernels does (nothing compiled).
+bool cpu_find_kernels(const std::vector<std::string>& keys, const std::vector<std::string>& symbols,
+                      std::vector<CpuKernel>& out, CompileInfo& info);
+// Hash of what every kernel key holds besides the source (compiler, flags, version, CPU): a link
+// record written under other build facts is not used.
+std::string cpu_build_facts_hash();
 
 // make_backend("cpu").
 std::unique_ptr<Backend> make_cpu_backend();

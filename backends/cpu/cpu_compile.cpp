@@ -407,18 +407,46 @@ CpuKernelFn CpuLibrary::find(const std::string& symbol) const {
   return handle ? reinterpret_cast<CpuKernelFn>(dlsym(handle, symbol.c_str())) : nullptr;
 }
 
+std::string cpu_build_facts_hash() { return content_hash(build_facts()); }
+
+namespace {
+std::string program_kernels_key(const std::vector<std::string>& keys) {
+  std::string all;
+  for (const std::string& k : keys) all += k + ";";
+  return keys.empty() ? "" : "cpu-" + content_hash(all);
+}
+}  // namespace
+
+bool cpu_find_kernels(const std::vector<std::string>& keys, const std::vector<std::string>& symbols,
+                      std::vector<CpuKernel>& out, CompileInfo& info) {
+  std::vector<CpuKernel> got(keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (auto a = memory_cache_get(keys[i])) {
+      got[i] = *std::static_pointer_cast<CpuKernel>(a);
+      continue;
+    }
+    std::shared_ptr<CpuKernel> k = from_reference(keys[i], symbols[i]);
+    if (!k) return false;
+    memory_cache_put(keys[i], k);
+    got[i] = *k;
+  }
+  out = std::move(got);
+  info.cache_key = program_kernels_key(keys);
+  info.distinct_kernels = static_cast<int>(keys.size());
+  info.compiled_kernels = info.translation_units = 0;
+  info.cache_hit = true;
+  return true;
+}
+
 std::vector<CpuKernel> cpu_load_kernels(const std::vector<const GeneratedKernel*>& kernels, CompileInfo& info,
-                                        const CompileTimeline& timeline) {
+                                        const CompileTimeline& timeline, std::vector<std::string>* keys_out) {
   const double t0 = timeline.now_ms();
   const size_t n = kernels.size();
   const std::string facts = build_facts();
   std::vector<std::string> keys(n);
-  std::string all;
-  for (size_t i = 0; i < n; ++i) {
-    keys[i] = kernel_key(*kernels[i], facts);
-    all += keys[i] + ";";
-  }
-  info.cache_key = n ? "cpu-" + content_hash(all) : "";
+  for (size_t i = 0; i < n; ++i) keys[i] = kernel_key(*kernels[i], facts);
+  if (keys_out) *keys_out = keys;
+  info.cache_key = program_kernels_key(keys);
   info.distinct_kernels = static_cast<int>(n);
   info.compiled_kernels = info.translation_units = 0;
   info.cache_hit = true;  // until something is compiled

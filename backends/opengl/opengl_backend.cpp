@@ -39,6 +39,7 @@ class OpenGLBackend : public Backend {
   }
 
   std::unique_ptr<KernelRunner> compile(const Program& p, CompileInfo& info) override {
+    info.link.clear();  // no link records: shaders are generated on every compile
     CompileTimeline timeline;
     const KernelClasses classes = group_kernels(p);
 

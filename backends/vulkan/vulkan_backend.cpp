@@ -38,6 +38,7 @@ class VulkanBackend : public Backend {
   }
 
   std::unique_ptr<KernelRunner> compile(const Program& p, CompileInfo& info) override {
+    info.link.clear();  // no link records: shaders are generated on every compile
     CompileTimeline timeline;
     const KernelClasses classes = group_kernels(p);
     const int jobs = compile_jobs();

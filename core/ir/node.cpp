@@ -108,15 +108,21 @@ std::vector<Node*> Node::children() const {
 }
 
 Program::Program() {
-  arena_.push_back(std::make_unique<Node>());
-  root_ = arena_.back().get();
+  root_ = allocate();
   root_->op = Op::program;
   root_->id = next_id_++;
 }
 
+Node* Program::allocate() {
+  if (slab_used_ == kSlabNodes) {
+    slabs_.push_back(std::make_unique<Node[]>(kSlabNodes));
+    slab_used_ = 0;
+  }
+  return &slabs_.back()[slab_used_++];
+}
+
 Node* Program::create(Op op, DType dtype, std::vector<Node*> shape, std::vector<Node*> operands) {
-  arena_.push_back(std::make_unique<Node>());
-  Node* n = arena_.back().get();
+  Node* n = allocate();
   n->op = op;
   n->dtype = dtype;
   n->operands = std::move(operands);
@@ -230,6 +236,12 @@ void Program::erase(Node* n) {
   truncate_operands(n, 0);
   if (!n->dead) drop_dim_uses(n);
   n->dead = true;
+  // Give the emptied lists' storage back (erased nodes stay allocated until the program goes;
+  // their shape stays readable).
+  std::vector<Node*>().swap(n->operands);
+  std::vector<uint32_t>().swap(n->use_slots);
+  std::vector<Node*>().swap(n->users);
+  std::vector<Node*>().swap(n->dim_users);
 }
 
 void Program::set_shape(Node* n, std::vector<Node*> shape) {

@@ -356,7 +356,7 @@ std::string serialize_program(const Program& p) {
 }
 
 std::unique_ptr<Program> deserialize_program(std::string_view bytes, const VerifyOptions& verify_options,
-                                             bool check_checksum) {
+                                             bool check_checksum, bool run_verifier) {
   constexpr size_t kHeader = sizeof kMagic + 4 + 8;
   if (bytes.size() < kHeader + 8) bad("truncated (" + std::to_string(bytes.size()) + " bytes)");
   if (std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0) bad("not a saved Ember program");
@@ -495,9 +495,11 @@ std::unique_ptr<Program> deserialize_program(std::string_view bytes, const Verif
       bad("dim " + std::to_string(k) + " is not a shape_arg at its position");
   p->args = std::move(args);
   p->dims = std::move(dims);
-  VerifyOptions vo = verify_options;
-  vo.use_lists = false;  // just built by create / set_shape / add_operand from the operands and shapes
-  verify(*p, vo);
+  if (run_verifier) {
+    VerifyOptions vo = verify_options;
+    vo.use_lists = false;  // just built by create / set_shape / add_operand from the operands and shapes
+    verify(*p, vo);
+  }
   return p;
 }
 

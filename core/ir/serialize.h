@@ -37,9 +37,10 @@ std::string serialize_program(const Program& p);
 // on the result (with `verify_options`: kernels_formed for a program after fuse_kernels; use
 // lists, built here from the operands and shapes, are not checked again).
 // `check_checksum` false skips the checksum only (tests use it to reach the structural checks
-// with corrupted input).
+// with corrupted input); `run_verifier` false skips the verifier only (the program cache, whose
+// checksummed entries were verified-clean programs when saved; every other check still runs).
 std::unique_ptr<Program> deserialize_program(std::string_view bytes, const VerifyOptions& verify_options = {},
-                                             bool check_checksum = true);
+                                             bool check_checksum = true, bool run_verifier = true);
 
 // The attributes print_program does not show (metadata such as source locations, and the ones
 // printer_omits lists), of every node in program order, in the serialized attribute encoding.

@@ -36,7 +36,10 @@ class Cse {
   }
 
  private:
-  using Table = std::unordered_map<Key, Node*, KeyHash>;
+  struct Table {
+    std::unordered_map<Key, Node*, KeyHash> values;
+    std::unordered_map<const Node*, std::vector<Node*>> loads_of;  // memory -> its loads in `values`
+  };
 
   bool candidate(const Node* n) const {
     if (n->op == Op::load) {
@@ -50,12 +53,22 @@ class Cse {
     return true;
   }
 
+  // Forgets the loads of memories `mems` in every open scope: by each table's index of loads per
+  // memory, so a store costs what it removes, not a scan of the tables (the host level's table
+  // holds most of an unrolled program before kernels form).
   void invalidate(const std::unordered_set<const Node*>& mems) {
-    if (mems.empty()) return;
-    for (Table& t : tables_)
-      for (auto it = t.begin(); it != t.end();) {
-        if (it->first.n->op == Op::load && mems.count(it->first.n->operand(0))) it = t.erase(it); else ++it;
+    for (const Node* m : mems) invalidate(m);
+  }
+  void invalidate(const Node* mem) {
+    for (Table& t : tables_) {
+      auto it = t.loads_of.find(mem);
+      if (it == t.loads_of.end()) continue;
+      for (Node* load : it->second) {
+        auto e = t.values.find(Key{load});
+        if (e != t.values.end() && e->second == load) t.values.erase(e);
       }
+      t.loads_of.erase(it);
+    }
   }
 
   void scope(Node* s) {
@@ -71,8 +84,8 @@ class Cse {
       if (candidate(c)) {
         Node* found = nullptr;
         for (auto t = tables_.rbegin(); t != tables_.rend() && !found; ++t) {
-          auto it = t->find(Key{c});
-          if (it != t->end()) found = it->second;
+          auto it = t->values.find(Key{c});
+          if (it != t->values.end()) found = it->second;
         }
         if (found) {
           p_.replace_all_uses(c, found);  // operands and shapes (a dim's twin takes its place)
@@ -81,9 +94,10 @@ class Cse {
           c = next;
           continue;
         }
-        tables_.back()[Key{c}] = c;
+        tables_.back().values[Key{c}] = c;
+        if (c->op == Op::load) tables_.back().loads_of[c->operand(0)].push_back(c);
       }
-      if (c->op == Op::store || c->op == Op::atomic) invalidate({c->operand(0)});
+      if (c->op == Op::store || c->op == Op::atomic) invalidate(c->operand(0));
       if (c->is_scope()) {
         scope(c);
         std::unordered_set<const Node*> writes;

@@ -92,6 +92,11 @@ std::vector<PassRecord> run_pipeline(Program& p, const PipelineOptions& opt) {
   const bool show_time = debug_has("time");
   bool kernels_formed = false;
   if (opt.stages) (*opt.stages)["traced"] = print_program(p);
+  // Stages: a pass's IR under its name, and, for the cleanup passes that run many times, under
+  // "<name>#<run>" (each run, with the pass it cleans up after), "<name>" being the last run.
+  std::map<std::string, int> runs;
+  std::map<std::string, std::string> context;  // "<name>#<run>" -> "after <the step before>"
+  const char* step_before = "the start";
   auto run = [&](const PassInfo& pass) {
     auto t0 = std::chrono::steady_clock::now();
     const uint64_t v0 = node_visit_counter();
@@ -102,7 +107,11 @@ std::vector<PassRecord> run_pipeline(Program& p, const PipelineOptions& opt) {
     if (opt.verify) verify(p, VerifyOptions{kernels_formed});
     if (show_time) std::fprintf(stderr, "ember: %-20s %8.3f ms%s\n", pass.name, ms, changed ? "" : " (no change)");
     if (changed && show_ir) std::fprintf(stderr, "ember: IR after %s:\n%s", pass.name, print_program(p).c_str());
-    if (opt.stages) (*opt.stages)[pass.name] = print_program(p);
+    if (opt.stages) {
+      const std::string key = std::string(pass.name) + "#" + std::to_string(++runs[pass.name]);
+      (*opt.stages)[key] = print_program(p);
+      context[key] = step_before;
+    }
     if (opt.after_pass) opt.after_pass(pass.name, p, changed, kernels_formed);
     return changed;
   };
@@ -110,6 +119,7 @@ std::vector<PassRecord> run_pipeline(Program& p, const PipelineOptions& opt) {
     if ((s.group_lowering && !opt.lower_groups) || (s.tiling && !opt.tile_threads)) continue;
     if (!s.cleanup) {
       run(s.pass);
+      step_before = s.pass.name;
       continue;
     }
     for (int round = 0; round < 16; ++round) {
@@ -118,7 +128,25 @@ std::vector<PassRecord> run_pipeline(Program& p, const PipelineOptions& opt) {
       if (!any) break;
     }
   }
-  if (opt.stages) (*opt.stages)["final"] = print_program(p);
+  if (opt.stages) {
+    std::map<std::string, std::string>& st = *opt.stages;
+    for (const auto& [name, n] : runs) {
+      const std::string last = name + "#" + std::to_string(n);
+      if (n == 1) {  // a pass that runs once: its stage is its name alone
+        st[name] = std::move(st[last]);
+        st.erase(last);
+        continue;
+      }
+      for (int k = 1; k <= n; ++k) {
+        const std::string key = name + "#" + std::to_string(k);
+        st[key] = "// " + name + ", run " + std::to_string(k) + " of " + std::to_string(n) + " (cleanup after " +
+                  context[key] + ")\n" + st[key];
+      }
+      st[name] = "// " + name + ": the last of its " + std::to_string(n) + " runs (cleanup after " + context[last] +
+                 "); ir(\"" + name + "#<k>\") shows run k\n" + st[last].substr(st[last].find('\n') + 1);
+    }
+    st["final"] = print_program(p);
+  }
   return records;
 }
 

@@ -25,7 +25,10 @@ struct PassRecord {
 
 struct PipelineOptions {
   bool verify = false;                 // run the verifier after every pass (tests do)
-  std::map<std::string, std::string>* stages = nullptr;  // printed IR after each pass, if set
+  // If set, receives the printed IR: "traced", after each pass by its name, "final". A pass run
+  // several times (the cleanup simplify/cse/dce) is also kept per run as "<name>#<k>", and its
+  // name alone shows the last run; both texts start with a comment naming the run.
+  std::map<std::string, std::string>* stages = nullptr;
   bool lower_groups = false;           // run lower_group_barriers (a backend that runs a group per thread)
   bool tile_threads = false;           // run tile_threads (a backend that vectorizes a thread's lanes: CPU)
   // Called after every pass (the differential fuzzer interprets the program after those that

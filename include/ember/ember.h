@@ -35,6 +35,9 @@ struct ProgramStats {
   // The traced program's share of the program cache key (its text and unprinted attributes),
   // empty when the program cache is off; the Python trace cache keeps it per function.
   std::string traced_digest;
+  // The backend bound the kernels through the link record saved with the cached program, without
+  // generating code (cpu; backend.h, CompileInfo::link).
+  bool linked = false;
   // How calls run the host level: "plan" (the HostPlan em.export writes, run by
   // backends/plan_executor.h) or "interpreter" (the host IR interpreted; `host_reason` says why:
   // EMBER_HOST_PLAN=0, an autodiff tape, or a host step the plan cannot express).
@@ -70,7 +73,8 @@ class CompiledProgram {
   // Runs the program: arguments by position; one tensor per return value.
   std::vector<HostTensor> run(const std::vector<ArgValue>& args);
   int kernel_count() const { return stats_.kernels; }
-  // IR text after a stage: "traced", a pass name (e.g. "fuse_kernels"), or "final". Stages other
+  // IR text after a stage: "traced", a pass name (e.g. "fuse_kernels"; "simplify#2" for the second
+  // run of a repeated cleanup pass, whose bare name shows its last run), or "final". Stages other
   // than "final" are printed on first request, by running the pipeline again on a copy of the
   // traced program (printing after every pass would make compiling quadratic in program size).
   std::string ir(const std::string& stage = "final") const;
@@ -84,7 +88,9 @@ class CompiledProgram {
  private:
   CompiledProgram() = default;
   void init_backend(const std::string& backend);  // backend_, backend_name_ and the pipeline options
-  void compile_kernels();                          // prog_'s kernels through the backend, into stats_
+  // prog_'s kernels through the backend, into stats_; `link`: the backend's link record saved
+  // with a cached program (CompileInfo::link), empty for none.
+  void compile_kernels(const std::string& link = {});
   void prepare_host();                             // plan_ when the host plan can run prog_, else why not
 
   std::unique_ptr<Program> prog_;

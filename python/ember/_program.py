@@ -516,8 +516,10 @@ class Program:
         """ir(stage="final") -> str
 
         The program's IR as text after a stage: "traced" (as traced, before any pass), a pass name
-        (for example "fuse_kernels") or "final" (what the backend compiles). See the README's "Reading
-        generated code and the IR".
+        (for example "fuse_kernels") or "final" (what the backend compiles). A pass the pipeline runs
+        several times (the cleanup simplify, cse, dce) shows its last run under its name and run k as
+        "simplify#k"; the text's first line names the run. See the README's "Reading generated code
+        and the IR".
 
         >>> @em.compile
         ... def f(x: em.f32["N"]):
@@ -561,7 +563,8 @@ class Program:
         (compiler runs: cpu translation units compiled concurrently, or GPU shaders), cache_hit
         (True when nothing was compiled), buffers, cache_key, tape_bytes (autodiff tape of the
         last call), program_cache_hit, program_cache_key, traced_digest, trace_ms (tracing the Python
-        function; 0 when the trace cache had it), trace_cache_hit, host ("plan": calls run the host
+        function; 0 when the trace cache had it), trace_cache_hit, linked (cpu: a cached program's
+        kernels were bound through the link record saved with it, without generating code), host ("plan": calls run the host
         plan em.export writes; "interpreter": the host IR is interpreted) and host_reason (why the
         interpreter: EMBER_HOST_PLAN=0, an autodiff tape, or a host step the plan cannot express)
         and host_plan_ms (building the plan when compiling).

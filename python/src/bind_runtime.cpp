@@ -162,6 +162,7 @@ py::dict stats_dict(const ProgramStats& s) {
   d["program_cache_hit"] = s.program_cache_hit;
   d["program_cache_key"] = s.program_cache_key;
   d["traced_digest"] = s.traced_digest;
+  d["linked"] = s.linked;
   d["host"] = s.host;
   d["host_reason"] = s.host_reason;
   d["host_plan_ms"] = s.host_plan_ms;

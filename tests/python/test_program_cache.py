@@ -41,7 +41,8 @@ CHILD = textwrap.dedent("""
     a, b = big(u, v)
     np.save(out, np.stack([a.numpy(), b.numpy()]))
     st = big.stats
-    info = {k: st[k] for k in ("program_cache_hit", "program_cache_key", "passes_ms", "kernels", "cache_hit", "cache_key")}
+    info = {k: st[k] for k in ("program_cache_hit", "program_cache_key", "passes_ms", "kernels", "cache_hit", "cache_key",
+                               "linked", "codegen_ms", "compiled_kernels")}
     info["passes"] = [p["name"] for p in st["passes"]]
     if want_ir:
         info["fuse_kernels"] = big.ir("fuse_kernels")
@@ -77,7 +78,7 @@ def kernels_only(tmp_path_factory):
             # Kernels compile once per distinct body (4 for the 200-step program), so a fresh
             # directory costs about a second.
             run_child(backend, seed, seed, steps, c, tag="seed")
-            for f in list(seed.glob("prog-*")) + list(seed.glob("*.npy")):
+            for f in list(seed.glob("prog-*")) + list(seed.glob("link-*")) + list(seed.glob("*.npy")):
                 f.unlink()
             seeds[(backend, steps, c)] = seed
         shutil.copytree(seeds[(backend, steps, c)], dest, dirs_exist_ok=True)
@@ -116,6 +117,40 @@ def test_second_process_loads_the_lowered_program(backend, tmp_path, kernels_onl
     assert second["fuse_kernels"] == first["fuse_kernels"] and "kernel" in second["fuse_kernels"]
     assert second["final"] == first["final"]
     assert not warnings_in(err1 + err2), err1 + err2
+
+
+def test_warm_process_binds_kernels_through_the_link_record(tmp_path, kernels_only):
+    """cpu: the link record saved with the program (each distinct kernel's cache key and symbol,
+    and which one each kernel node runs) lets a new process bind the kernels without generating
+    code; a record whose kernels are gone from the cache, or a garbled one, falls back to code
+    generation with the same results."""
+    cache = kernels_only("cpu", SMALL, 0.1, tmp_path / "cache")
+    first, want, _ = run_child("cpu", cache, tmp_path, SMALL, tag="first")
+    assert first["linked"] is False and first["codegen_ms"] > 0
+    links = list(cache.glob("link-*.link"))
+    assert len(links) == 1 and links[0].read_text().startswith("ember-cpu-link 1\n")
+    warm, got, err = run_child("cpu", cache, tmp_path, SMALL, tag="warm")
+    assert warm["program_cache_hit"] and warm["linked"] is True and warm["codegen_ms"] == 0, err
+    assert warm["kernels"] == first["kernels"] and warm["cache_key"] == first["cache_key"]
+    assert same_bits(got, want) and not warnings_in(err), err
+    # The kernels' references removed: the record names kernels no cache has, so code is generated
+    # (and the libraries found again) and a good record saved for the next process.
+    for ref in cache.glob("cpuk-*.ref"):
+        ref.unlink()
+    gone, got2, err2 = run_child("cpu", cache, tmp_path, SMALL, tag="gone")
+    assert gone["program_cache_hit"] and gone["linked"] is False and gone["codegen_ms"] > 0
+    assert same_bits(got2, want) and not warnings_in(err2), err2
+    again, got3, _ = run_child("cpu", cache, tmp_path, SMALL, tag="again")
+    assert again["linked"] is True and same_bits(got3, want)
+    # A garbled record with a matching checksum: not used, no crash, same results.
+    link = links[0]
+    text = link.read_text().splitlines()
+    link.write_text("\n".join(text[:3] + ["nonsense"] + text[4:]) + "\n")
+    s = cache / (link.stem + ".sum")
+    s.write_text(s.read_text().splitlines()[0] + "\n" + link.stem + "\n" +
+                 em._ember._content_hash(link.read_bytes()) + f" {len(link.read_bytes())}\n")
+    bad, got4, err4 = run_child("cpu", cache, tmp_path, SMALL, tag="bad")
+    assert bad["program_cache_hit"] and bad["linked"] is False and same_bits(got4, want), err4
 
 
 @pytest.mark.parametrize("mode", ["flipped", "consistent-garbage"])

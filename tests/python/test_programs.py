@@ -308,6 +308,17 @@ def test_introspection(rng, monkeypatch):
     names = [p["name"] for p in st["passes"]]
     assert "fuse_kernels" in names
     assert "kernel" in f.ir("fuse_kernels")
+    # A cleanup pass runs several times: its name shows the last run, "<name>#<k>" run k, and the
+    # first line says which run it is.
+    runs = names.count("simplify")
+    assert runs >= 2
+    last = f.ir("simplify")
+    assert last.startswith(f"// simplify: the last of its {runs} runs (cleanup after ")
+    assert last.split("\n", 1)[1] == f.ir(f"simplify#{runs}").split("\n", 1)[1]
+    assert f.ir("simplify#1").startswith(f"// simplify, run 1 of {runs} (cleanup after lower_algorithms)")
+    assert "program f" in f.ir("simplify#1")
+    with pytest.raises(em.Error, match="simplify#1"):
+        f.ir("simplify#0")
     X = rand(rng, 16)
     np.testing.assert_allclose(f(X, X).numpy(), np.sqrt(2 * X * X), rtol=1e-6)
 
