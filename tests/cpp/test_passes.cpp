@@ -74,7 +74,8 @@ TEST(Pipeline, ListsEveryPassOnce) {
   std::vector<std::string> want = {"check_shapes", "lower_algorithms", "simplify", "cse", "dce", "fuse_kernels",
                                    "fuse_loads", "merge_kernels", "unroll_small_dims", "unroll_loops", "tile_threads",
                                    "share_reciprocals", "forward_copies",
-                                   "form_kernels", "lower_indexing", "lower_group_barriers", "split_host"};
+                                   "form_kernels", "lower_indexing", "lower_group_barriers", "hoist_invariants",
+                                   "split_host"};
   EXPECT_EQ(names, want);
 }
 

@@ -28,7 +28,6 @@ using namespace ember::testing;
 namespace {
 
 DimSpec sym(const std::string& n) { DimSpec d; d.kind = DimSpec::symbolic; d.name = n; return d; }
-IndexItem at(Node* v) { IndexItem i; i.kind = IndexItem::tensor; i.value = v; return i; }
 
 // A gradient: tapes and adjoint buffers of a host loop.
 std::unique_ptr<Program> loop_gradient() {
@@ -91,7 +90,9 @@ void check_round_trip(const Program& p, bool kernels_formed, bool run, const std
   ASSERT_EQ(a.size(), b.size());
   for (size_t i = 0; i < a.size(); ++i) ASSERT_EQ(a[i]->id, b[i]->id) << print_node(p, a[i]);
   // The kernel cache keys on the generated source: a loaded program must hit it.
-  if (lang == "cpp") EXPECT_EQ(generate_kernels(*q, cpp_dialect()), generate_kernels(p, cpp_dialect()));
+  if (lang == "cpp") {
+    EXPECT_EQ(generate_kernels(*q, cpp_dialect()), generate_kernels(p, cpp_dialect()));
+  }
   if (lang == "glsl") {
     std::string ga, gb;
     for (const GeneratedKernel& k : generate_kernel_list(p, glsl_dialect())) ga += k.source;
