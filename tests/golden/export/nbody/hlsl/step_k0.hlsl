@@ -155,47 +155,49 @@ void step_k0(uint3 ember_gid : SV_DispatchThreadID, uint3 ember_wg : SV_GroupID,
     precise float v0 = 0.0f;
     precise float v1 = 0.0f;
     precise float v2 = 0.0f;
-    for (int v3k = 0; v3k < p0; v3k = ember_step(v3k, 1, p0)) {
-      const int v3 = v3k;
+    // nbody.py:17: d = X[:, None, :] - X[None, :, :]
+    const int v3 = (c0 * 3);
+    const int v4 = (v3 + 1);
+    const int v5 = (v3 + 2);
+    // nbody.py:19: F = em.sum(-d / (r2 * em.sqrt(r2)), axis=1)
+    for (int v6k = 0; v6k < p0; v6k = ember_step(v6k, 1, p0)) {
+      const int v6 = v6k;
       // nbody.py:18: r2 = em.sum(d * d, axis=-1, keepdims=True) + 1e-4
-      precise float v4 = 0.0f;
+      precise float v7 = 0.0f;
       // nbody.py:17: d = X[:, None, :] - X[None, :, :]
-      const int v5 = (c0 * 3);
-      const precise float v6 = asfloat(m0[v5]);
-      const int v7 = (v3 * 3);
-      const precise float v8 = asfloat(m0[v7]);
-      const precise float v9 = (v6 - v8);
+      const precise float v8 = asfloat(m0[v3]);
+      const int v9 = (v6 * 3);
+      const precise float v10 = asfloat(m0[v9]);
+      const precise float v11 = (v8 - v10);
       // nbody.py:18: r2 = em.sum(d * d, axis=-1, keepdims=True) + 1e-4
-      const precise float v10 = (v9 * v9);
-      const precise float v11 = (v4 + v10);
-      v4 = v11;
+      const precise float v12 = (v11 * v11);
+      const precise float v13 = (v7 + v12);
+      v7 = v13;
       // nbody.py:17: d = X[:, None, :] - X[None, :, :]
-      const int v12 = (v5 + 1);
-      const precise float v13 = asfloat(m0[v12]);
-      const int v14 = (v7 + 1);
-      const precise float v15 = asfloat(m0[v14]);
-      const precise float v16 = (v13 - v15);
+      const precise float v14 = asfloat(m0[v4]);
+      const int v15 = (v9 + 1);
+      const precise float v16 = asfloat(m0[v15]);
+      const precise float v17 = (v14 - v16);
       // nbody.py:18: r2 = em.sum(d * d, axis=-1, keepdims=True) + 1e-4
-      const precise float v17 = (v16 * v16);
-      const precise float v18 = (v4 + v17);
-      v4 = v18;
+      const precise float v18 = (v17 * v17);
+      const precise float v19 = (v7 + v18);
+      v7 = v19;
       // nbody.py:17: d = X[:, None, :] - X[None, :, :]
-      const int v19 = (v5 + 2);
-      const precise float v20 = asfloat(m0[v19]);
-      const int v21 = (v7 + 2);
+      const precise float v20 = asfloat(m0[v5]);
+      const int v21 = (v9 + 2);
       const precise float v22 = asfloat(m0[v21]);
       const precise float v23 = (v20 - v22);
       // nbody.py:18: r2 = em.sum(d * d, axis=-1, keepdims=True) + 1e-4
       const precise float v24 = (v23 * v23);
-      const precise float v25 = (v4 + v24);
-      v4 = v25;
-      const precise float v26 = (v4 + 9.99999975e-05f);
+      const precise float v25 = (v7 + v24);
+      v7 = v25;
+      const precise float v26 = (v7 + 9.99999975e-05f);
       // nbody.py:19: F = em.sum(-d / (r2 * em.sqrt(r2)), axis=1)
       const precise float v27 = ember_sqrt(v26);
       const precise float v28 = (v26 * v27);
       const precise float v29 = (1.0f / v28);
-      const precise float v30 = (v9 * v29);
-      const precise float v31 = (v16 * v29);
+      const precise float v30 = (v11 * v29);
+      const precise float v31 = (v17 * v29);
       const precise float v32 = (v23 * v29);
       const precise float v33 = (v0 - v30);
       const precise float v34 = (v1 - v31);
