@@ -9,6 +9,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+import numpy as np
+
 BENCH_DIR = Path(__file__).resolve().parent
 REPO_ROOT = BENCH_DIR.parent
 BUILD_DIR = BENCH_DIR / ".build"
@@ -137,3 +139,14 @@ def float_ptr(a):
     """A ctypes float* into a C-contiguous float32 NumPy array (no copy)."""
     assert a.dtype.name == "float32" and a.flags.c_contiguous
     return a.ctypes.data_as(ctypes.POINTER(ctypes.c_float))
+
+
+def numpy_adam_step(p, m, v, grads, step, lr, betas, eps):
+    """One torch.optim.Adam step (bias-corrected, no weight decay) in place on the lists of NumPy
+    parameters p and moments m, v: the hand-written peers' optimizer in the training workloads."""
+    for n, g in enumerate(grads):
+        m[n] = betas[0] * m[n] + (1 - betas[0]) * g
+        v[n] = betas[1] * v[n] + (1 - betas[1]) * g * g
+        mh = m[n] / (1 - betas[0] ** step)
+        vh = v[n] / (1 - betas[1] ** step)
+        p[n] = p[n] - lr * mh / (np.sqrt(vh) + eps)

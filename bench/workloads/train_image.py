@@ -16,7 +16,7 @@ import sys
 
 import numpy as np
 
-from common import REPO_ROOT, import_ember, quiet_output, require
+from common import REPO_ROOT, import_ember, numpy_adam_step, quiet_output, require
 
 NAME = "train_image"
 DEFAULT_N = 2048           # pixels per step
@@ -97,12 +97,7 @@ def _numpy_train(inputs, dtype):
             for (a, b), c in zip(cs, coef):
                 np.add.at(gtex, (a, b), d * c)
         grads = (gtex, dh1.T @ f, dh1.sum(0), dh2.T @ h1, dh2.sum(0), dz3.T @ h2, dz3.sum(0))
-        for n, g in enumerate(grads):
-            m[n] = BETAS[0] * m[n] + (1 - BETAS[0]) * g
-            v[n] = BETAS[1] * v[n] + (1 - BETAS[1]) * g * g
-            mh = m[n] / (1 - BETAS[0] ** step)
-            vh = v[n] / (1 - BETAS[1] ** step)
-            p[n] = p[n] - LR * mh / (np.sqrt(vh) + EPS)
+        numpy_adam_step(p, m, v, grads, step, LR, BETAS, EPS)
     return tuple(a.astype(np.float32) for a in p)
 
 

@@ -13,7 +13,7 @@ import os
 
 import numpy as np
 
-from common import import_ember, quiet_output, require
+from common import import_ember, numpy_adam_step, quiet_output, require
 
 NAME = "train_mlp"
 DEFAULT_N = 128      # batch size
@@ -56,12 +56,7 @@ def _numpy_train(inputs, dtype):
         gW2, gb2 = dz.T @ h, dz.sum(0)
         dh = (dz @ W2) * (h_pre > 0)
         gW1, gb1 = dh.T @ xb, dh.sum(0)
-        for k, g in enumerate((gW1, gb1, gW2, gb2)):
-            m[k] = BETAS[0] * m[k] + (1 - BETAS[0]) * g
-            v[k] = BETAS[1] * v[k] + (1 - BETAS[1]) * g * g
-            mh = m[k] / (1 - BETAS[0] ** t)
-            vh = v[k] / (1 - BETAS[1] ** t)
-            p[k] = p[k] - LR * mh / (np.sqrt(vh) + EPS)
+        numpy_adam_step(p, m, v, (gW1, gb1, gW2, gb2), t, LR, BETAS, EPS)
     return tuple(a.astype(np.float32) for a in p)
 
 
