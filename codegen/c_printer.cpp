@@ -862,10 +862,12 @@ class KernelPrinter {
       for (size_t i = 0; i < k_->params.size(); ++i) line(fill(d_.param_decl, {{"i", std::to_string(i)}, {"nmem", nmem}}));
       line(fill(d_.params_close, {{"nmem", nmem}}));
     }
-    out_ += group_decls_;
+    if (!d_.group_shared_in_kernel) out_ += group_decls_;
     line(fill(d_.kernel_open,
-              {{"name", symbol}, {"group", std::to_string(native_ ? group_threads() : int64_t{d_.group_size})}}));
+              {{"name", symbol}, {"group", std::to_string(native_ ? group_threads() : int64_t{d_.group_size})},
+               {"nmem", std::to_string(k_->memories.size())}, {"nparams", std::to_string(k_->params.size())}}));
     depth_ = 1;
+    if (d_.group_shared_in_kernel) line(group_decls_);
     for (size_t i = 0; i < k_->memories.size(); ++i)
       line(fill(d_.local_mem_decl, {{"i", std::to_string(i)}, {"T", d_.mem_type[dtype_slot(k_->memories[i]->dtype)]}}));
     for (size_t i = 0; i < k_->params.size(); ++i) {
