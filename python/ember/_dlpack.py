@@ -107,9 +107,12 @@ def from_dlpack(x, *, copy=None):
         raise _C.TypeError(f"em.from_dlpack: {type(x).__name__} has no __dlpack__ (expected a NumPy array, a "
                            "PyTorch tensor or another DLPack producer)")
     try:
-        cap = x.__dlpack__(max_version=(1, 0))
-    except TypeError:  # a producer from before DLPack 1.0 (NumPy < 2.1, older PyTorch)
-        cap = x.__dlpack__()
+        try:
+            cap = x.__dlpack__(max_version=(1, 0))
+        except TypeError:  # a producer from before DLPack 1.0 (NumPy < 2.1, older PyTorch)
+            cap = x.__dlpack__()
+    except BufferError as e:  # e.g. NumPy 1.x exports no bool arrays
+        raise _C.TypeError(f"em.from_dlpack: {type(x).__name__} cannot export this tensor through DLPack: {e}") from None
     return _C._dlpack_import(cap, -1 if copy is None else int(bool(copy)))
 
 
