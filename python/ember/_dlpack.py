@@ -81,7 +81,14 @@ def _dlpack(self, *, stream=None, max_version=None, dl_device=None, copy=None):
 
 
 def _dlpack_device(self):
-    """(kDLCPU, 0) for tensors in host memory; (kDLCUDA, device) for the cuda backend's."""
+    """__dlpack_device__() -> (int, int)
+
+    (kDLCPU, 0) = (1, 0) for tensors in host memory; (kDLCUDA, device) = (2, device) for the cuda
+    backend's tensors.
+
+    >>> em.tensor(np.random.default_rng(0).normal(size=3)).__dlpack_device__()
+    (1, 0)
+    """
     return _device(self)
 
 
