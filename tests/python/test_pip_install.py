@@ -75,15 +75,34 @@ def _pypi_reachable():
         return False
 
 
+def _cmake_cache(name):
+    """A value from the build tree's CMakeCache.txt (e.g. CMAKE_CXX_COMPILER), or None."""
+    cache = _BUILD / "CMakeCache.txt"
+    if cache.exists():
+        for line in cache.read_text().splitlines():
+            if line.startswith(name + ":"):
+                return line.split("=", 1)[1]
+    return None
+
+
 def _env(tmp):
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "EMBER_BUILD_DIR", "VIRTUAL_ENV")}
     env.update(PIP_CACHE_DIR=str(_BUILD / "pip-cache"), PIP_DISABLE_PIP_VERSION_CHECK="1",
                CMAKE_BUILD_PARALLEL_LEVEL=str(os.cpu_count() or 2), EMBER_CACHE_DIR=str(tmp / "cache"))
-    if shutil.which("ccache"):  # as tools/build sets it up
+    if shutil.which("ccache") and not env.get("CCACHE_DISABLE"):
+        # As tools/build sets it up, with the build tree's compilers and generator: ccache hashes the
+        # compiler's name (pip's build would pick g++ where tools/build's CMake picked c++), and the
+        # wheel's build directory sits next to the build tree, so every path relative to either
+        # (sources ../core/..., -I generated) reads the same and the libraries' objects hit.
         env.setdefault("CMAKE_C_COMPILER_LAUNCHER", "ccache")
         env.setdefault("CMAKE_CXX_COMPILER_LAUNCHER", "ccache")
         env.setdefault("CCACHE_BASEDIR", str(_REPO))
         env.setdefault("CCACHE_NOHASHDIR", "1")
+        for var, entry in (("CC", "CMAKE_C_COMPILER"), ("CXX", "CMAKE_CXX_COMPILER"),
+                           ("CMAKE_GENERATOR", "CMAKE_GENERATOR")):
+            value = _cmake_cache(entry)
+            if value:
+                env.setdefault(var, value)
     return env
 
 
