@@ -5,11 +5,12 @@ has the backends of the build tree and runs a program on each of them (cpu compi
 time: nothing it needs may be left in the source tree).
 
 CI time: the wheel is built with tools/build's flags (RelWithDebInfo, -Werror) in a directory next
-to the build directory (<build>-pip, kept between runs: a rerun rebuilds only what changed), through
-ccache with paths relative to the repository. A first build compiles all of Ember again (ccache did
-not reuse tools/build's objects when this was written: Ninja vs Makefiles builds missed), which is
-minutes on 2 cores, so the test runs only with EMBER_TEST_PIP=1 until that is bounded. pip's
-downloads are cached in <build>/pip-cache; without PyPI the test skips, saying so."""
+to the build directory (<build>-pip, kept between runs), through ccache with the build tree's
+compilers and generator, so every library object is a ccache hit from the tools/build build that
+ran before; only the module's 9 pybind11 files compile (pip's isolated build environment has a new
+path each run, so they recompile on every run). Measured idle (others paused), 2 cores, libraries
+up to date: 137 s in all, the wheel build 122 s of it, pip install 6.5 s. EMBER_TEST_PIP=0 skips it.
+pip's downloads are cached in <build>/pip-cache; without PyPI the test skips, saying so."""
 import json
 import os
 import shutil
@@ -113,8 +114,7 @@ def _run(cmd, env, cwd, timeout):
     return r, time.perf_counter() - t0
 
 
-@pytest.mark.skipif(os.environ.get("EMBER_TEST_PIP") != "1",
-                    reason="builds all of Ember a second time: EMBER_TEST_PIP=1 runs it (see the module doc)")
+@pytest.mark.skipif(os.environ.get("EMBER_TEST_PIP") == "0", reason="EMBER_TEST_PIP=0 (see the module doc)")
 def test_pip_wheel_installs_and_runs_every_backend(tmp_path):
     if not _pypi_reachable():
         pytest.skip("PyPI is not reachable: pip cannot get scikit-build-core, pybind11 and NumPy")
