@@ -132,6 +132,11 @@ struct Dialect {
   // register tile, core/passes/tile_threads.h): iterations in order, so that the compiler
   // vectorizes across the accumulators instead of along the loop.
   std::string reduction_in_order;
+  // A one-thread kernel's top-level reduction loop (a full reduction to a scalar) split into at
+  // most kReductionChunks chunks that run in parallel, their partial results combined in chunk
+  // order (the same result for any number of threads): opens the loop over chunks {c} < {n},
+  // parallel when the loop has at least {threshold} iterations ({trips}). Empty: one thread.
+  std::string chunk_loop_open;
   std::string break_stmt = "break;";
   std::string continue_stmt = "continue;";
   std::string thread_exit;   // ends the current thread early (break/continue outside any loop)
