@@ -95,6 +95,13 @@ class DependenceAnalysis {
   // for i in range, i % N, ...). at_own_element is the syntactic special case.
   bool own_element(const Node* n, const std::vector<Node*>& shape);
 
+  // Whether host loop `loop` carries a dependence among `groups` (the accesses of the kernels
+  // directly in its body, each with its own shape and lead 0): two accesses of one memory, one a
+  // write (updates of one kind commute), that may touch one element in different iterations.
+  // The counter is an iteration dimension here, not a parameter; memories allocated inside the
+  // loop are each iteration's own and never carry one. Used by parallelize_host_loops.
+  bool loop_carries(const Node* loop, const std::vector<const AccessGroup*>& groups);
+
   const DependenceStats& stats() const { return stats_; }
 
   struct Impl;

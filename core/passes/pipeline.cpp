@@ -19,6 +19,7 @@
 #include "core/passes/lower_group_barriers.h"
 #include "core/passes/lower_indexing.h"
 #include "core/passes/merge_kernels.h"
+#include "core/passes/parallelize_host_loops.h"
 #include "core/passes/share_reciprocals.h"
 #include "core/passes/simplify.h"
 #include "core/passes/split_host.h"
@@ -47,6 +48,7 @@ const std::vector<Step>& steps() {
       {{"fuse_loads", fuse_loads}, false},
       {{"cleanup", nullptr}, true},
       {{"merge_kernels", merge_kernels}, false},
+      {{"parallelize_host_loops", parallelize_host_loops}, false},
       {{"unroll_small_dims", unroll_small_dims}, false},
       {{"unroll_loops", unroll_loops}, false},
       {{"tile_threads", tile_threads}, false, false, true},
