@@ -461,6 +461,53 @@ bool DependenceAnalysis::loop_carries(const Node* loop, const std::vector<const 
   return false;
 }
 
+namespace {
+MemAccess access_of(const Node* n) {
+  return {n, n->operand(0), n->op == Op::load ? AccessKind::read : AccessKind::write};
+}
+}  // namespace
+
+uint64_t DependenceAnalysis::ignored_axes(const Node* n, const std::vector<Node*>& shape) {
+  if (!is_access(n) || n->flat || shape.size() > 64) return 0;
+  ++stats_.isl;
+  if (!impl_) impl_ = std::make_unique<Impl>();
+  Isl<isl_map> m = impl_->access_map(access_of(n), shape);
+  if (!m || isl_map_is_single_valued(m.get()) != isl_bool_true) return 0;
+  // Pairs of instances that touch one element (a function: pairs with equal values).
+  Isl<isl_map> meet(isl_map_apply_range(m.copy(), isl_map_reverse(m.copy())));
+  Isl<isl_set> dom(isl_map_domain(m.copy()));
+  if (!meet || !dom) return 0;
+  const int sdims = static_cast<int>(isl_set_dim(dom.get(), isl_dim_set));
+  uint64_t out = 0;
+  for (int a = 0; a < static_cast<int>(shape.size()); ++a) {
+    // Every pair of instances equal except in coordinate a must meet.
+    isl_map* r = isl_map_from_domain_and_range(dom.copy(), dom.copy());
+    for (int d = 0; d < sdims; ++d)
+      if (d != a) r = isl_map_equate(r, isl_dim_in, static_cast<unsigned>(d), isl_dim_out, static_cast<unsigned>(d));
+    Isl<isl_map> same(r);
+    if (same && isl_map_is_subset(same.get(), meet.get()) == isl_bool_true) out |= uint64_t{1} << a;
+  }
+  return out;
+}
+
+bool DependenceAnalysis::injective_on(const Node* n, const std::vector<Node*>& shape, uint64_t axes) {
+  if (!is_access(n) || n->flat) return false;
+  ++stats_.isl;
+  if (!impl_) impl_ = std::make_unique<Impl>();
+  Isl<isl_map> m = impl_->access_map(access_of(n), shape);
+  if (!m) return false;
+  Isl<isl_map> meet(isl_map_apply_range(m.copy(), isl_map_reverse(m.copy())));
+  if (!meet) return false;
+  for (int d = 0; d < static_cast<int>(shape.size()) && d < 64; ++d) {
+    if (!(axes >> d & 1)) continue;
+    Isl<isl_map> lt(isl_map_order_lt(meet.copy(), isl_dim_in, static_cast<unsigned>(d), isl_dim_out, static_cast<unsigned>(d)));
+    Isl<isl_map> gt(isl_map_order_gt(meet.copy(), isl_dim_in, static_cast<unsigned>(d), isl_dim_out, static_cast<unsigned>(d)));
+    if (!lt || !gt || isl_map_is_empty(lt.get()) != isl_bool_true || isl_map_is_empty(gt.get()) != isl_bool_true)
+      return false;
+  }
+  return true;
+}
+
 bool DependenceAnalysis::own_element(const Node* n, const std::vector<Node*>& shape) {
   const Node* mem = n->operand(0);
   if (n->flat || !same_shape(mem->shape, shape)) return false;

@@ -20,6 +20,7 @@
 #include "core/passes/lower_indexing.h"
 #include "core/passes/merge_kernels.h"
 #include "core/passes/parallelize_host_loops.h"
+#include "core/passes/reduce_atomics.h"
 #include "core/passes/share_reciprocals.h"
 #include "core/passes/simplify.h"
 #include "core/passes/split_host.h"
@@ -49,6 +50,7 @@ const std::vector<Step>& steps() {
       {{"cleanup", nullptr}, true},
       {{"merge_kernels", merge_kernels}, false},
       {{"parallelize_host_loops", parallelize_host_loops}, false},
+      {{"reduce_atomics", reduce_atomics}, false},
       {{"unroll_small_dims", unroll_small_dims}, false},
       {{"unroll_loops", unroll_loops}, false},
       {{"tile_threads", tile_threads}, false, false, true},
