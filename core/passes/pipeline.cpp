@@ -45,12 +45,12 @@ const std::vector<Step>& steps() {
       {{"lower_algorithms", lower_algorithms}, false},
       {{"cleanup", nullptr}, true},
       {{"fuse_kernels", fuse_kernels}, false},
+      {{"reduce_atomics", reduce_atomics}, false},  // before fuse_loads/merge_kernels: they see the stores
       {{"cleanup", nullptr}, true},  // merges repeated loads so each is fused once
       {{"fuse_loads", fuse_loads}, false},
       {{"cleanup", nullptr}, true},
+      {{"parallelize_host_loops", parallelize_host_loops}, false},  // merge_kernels then joins the widened kernels
       {{"merge_kernels", merge_kernels}, false},
-      {{"parallelize_host_loops", parallelize_host_loops}, false},
-      {{"reduce_atomics", reduce_atomics}, false},
       {{"unroll_small_dims", unroll_small_dims}, false},
       {{"unroll_loops", unroll_loops}, false},
       {{"tile_threads", tile_threads}, false, false, true},

@@ -154,3 +154,19 @@ def test_possibly_negative_start_stays_sequential(rng):
     want = x + np.arange(7, dtype=np.float32)[:, None]
     np.testing.assert_allclose(f(x, -3).numpy(), want, rtol=1e-6)
     assert host_loops(f) == 1
+
+
+def test_widened_kernel_fuses_with_its_consumer(rng, backend):
+    """After the loop becomes an axis, the kernel over [L, H] and tanh(y) * 2 over [L, H] merge
+    (2 kernels and L + 1 dispatches before)."""
+    @em.compile
+    def f(w: em.f32[H, K], x: em.f32[L, K]):
+        y = em.zeros((L, H))
+        i, k = em.indices([H, K])
+        with em.loop(L) as t:
+            y[t, i] = em.sum(w[i, k] * x[t, k], axis=1)
+        return em.tanh(y) * 2.0
+    w, x = rand(rng, H, K), rand(rng, L, K)
+    np.testing.assert_allclose(f(w, x).numpy(), np.tanh(x @ w.T) * 2.0, rtol=1e-5, atol=1e-5)
+    assert f.kernel_count == 1
+    assert host_loops(f) == 0

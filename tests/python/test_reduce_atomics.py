@@ -143,3 +143,18 @@ def test_clamped_shift_keeps_atomics(rng, backend):
     want[N - 1] += x[N - 1]
     np.testing.assert_allclose(f(x).numpy(), want, rtol=1e-6, atol=1e-6)
     assert ir_atomics(f) == 1
+
+
+def test_reduced_row_sums_fuse_with_their_consumer(rng, backend):
+    """Row sums by atomics (tensor level, indices over [N, M]) then S * 2 + 1: once the atomics
+    are a reduction in each row's thread, the consumer joins that kernel (2 kernels before)."""
+    @em.compile
+    def f(v: em.f32[N, M]):
+        S = em.zeros((N,))
+        i, j = em.indices([N, M])
+        em.atomic_add(S[i], v[i, j])
+        return S * 2.0 + 1.0
+    v = rand(rng, N, M)
+    np.testing.assert_allclose(f(v).numpy(), v.sum(axis=1) * 2.0 + 1.0, rtol=1e-5, atol=1e-4)
+    assert f.kernel_count == 1
+    assert ir_atomics(f) == 0
