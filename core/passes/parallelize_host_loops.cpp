@@ -78,7 +78,7 @@ class Parallelizer {
     if (pl.kernels.empty()) return false;
     for (const Node* buf : pl.buffers) {
       for (const Node* d : buf->shape)
-        if (d->inside(loop)) return false;
+        if (d == loop || d->inside(loop)) return false;
       for (const Node* u : buf->users) {
         if (!is_access(u) || u->flat || u->operand(0) != buf || !u->enclosing_kernel()) return false;
         for (size_t i = 1; i < u->operands.size(); ++i)
@@ -87,7 +87,7 @@ class Parallelizer {
     }
     for (Node* k : pl.kernels) {
       for (const Node* d : k->shape)
-        if (pl.on_counter.count(d)) return false;
+        if (d == loop || pl.on_counter.count(d)) return false;  // a triangular nest
       std::unordered_set<const Node*> td;  // the kernel's scalars that depend on the counter
       std::vector<Node*>& conv = pl.uniform_to_thread[k];
       bool ok = true;

@@ -170,3 +170,17 @@ def test_widened_kernel_fuses_with_its_consumer(rng, backend):
     np.testing.assert_allclose(f(w, x).numpy(), np.tanh(x @ w.T) * 2.0, rtol=1e-5, atol=1e-5)
     assert f.kernel_count == 1
     assert host_loops(f) == 0
+
+
+def test_triangular_nest_stays(rng):
+    """A kernel whose shape is the counter (em.kernel(t + 1)) cannot take t as an axis."""
+    @em.compile
+    def f(x: em.f32[L, L]):
+        y = em.zeros((L, L))
+        with em.loop(L) as t:
+            with em.kernel(t + 1) as i:
+                y[t, i] = x[t, i] * 2.0
+        return y
+    x = rand(rng, L, L)
+    np.testing.assert_allclose(f(x).numpy(), np.tril(x) * 2.0, rtol=1e-6)
+    assert host_loops(f) == 1
