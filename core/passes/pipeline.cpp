@@ -45,11 +45,11 @@ const std::vector<Step>& steps() {
       {{"lower_algorithms", lower_algorithms}, false},
       {{"cleanup", nullptr}, true},
       {{"fuse_kernels", fuse_kernels}, false},
-      {{"reduce_atomics", reduce_atomics}, false},  // before fuse_loads/merge_kernels: they see the stores
       {{"cleanup", nullptr}, true},  // merges repeated loads so each is fused once
       {{"fuse_loads", fuse_loads}, false},
       {{"cleanup", nullptr}, true},
-      {{"parallelize_host_loops", parallelize_host_loops}, false},  // merge_kernels then joins the widened kernels
+      {{"reduce_atomics", reduce_atomics}, false},  // after fuse_loads: indices recomputed, not loaded
+      {{"parallelize_host_loops", parallelize_host_loops}, false},  // merge_kernels then joins the kernels both make
       {{"merge_kernels", merge_kernels}, false},
       {{"unroll_small_dims", unroll_small_dims}, false},
       {{"unroll_loops", unroll_loops}, false},
