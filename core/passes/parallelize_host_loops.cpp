@@ -88,7 +88,7 @@ class Parallelizer {
     for (Node* k : pl.kernels) {
       for (const Node* d : k->shape)
         if (d == loop || pl.on_counter.count(d)) return false;  // a triangular nest
-      std::unordered_set<const Node*> td;  // the kernel's scalars that depend on the counter
+      std::unordered_set<const Node*> td;                       // the kernel's scalars that depend on the counter
       std::vector<Node*>& conv = pl.uniform_to_thread[k];
       bool ok = true;
       walk_subtree(k, [&](Node* n) {

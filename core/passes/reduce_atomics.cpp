@@ -154,8 +154,10 @@ class Reducer {
         continue;
       }
       kept.push_back(d);
-      if (const_dim(d) < 0) symbolic = true;
-      else threads *= const_dim(d);
+      if (const_dim(d) < 0)
+        symbolic = true;
+      else
+        threads *= const_dim(d);
     }
     if (!symbolic && threads < kMinThreads) return k;
     // Final updates are plain when the memory has one atomic here and isl shows its address is

@@ -13,11 +13,18 @@ using namespace ember::testing;
 
 namespace {
 
-IndexItem at(Node* v) { IndexItem i; i.kind = IndexItem::tensor; i.value = v; return i; }
+IndexItem at(Node* v) {
+  IndexItem i;
+  i.kind = IndexItem::tensor;
+  i.value = v;
+  return i;
+}
 
 Node* first_of(Program& p, Op op) {
   Node* found = nullptr;
-  p.for_each([&](Node* x) { if (!found && x->op == op) found = x; });
+  p.for_each([&](Node* x) {
+    if (!found && x->op == op) found = x;
+  });
   return found;
 }
 
@@ -25,7 +32,9 @@ Node* first_of(Program& p, Op op) {
 using Body = std::function<void(Tracer&, Node* t, Node* i, Node* Y, Node* X)>;
 bool carries(const Body& body) {
   Tracer tr("loop");
-  DimSpec n; n.kind = DimSpec::symbolic; n.name = "N";
+  DimSpec n;
+  n.kind = DimSpec::symbolic;
+  n.name = "N";
   Node* X = tr.input(DType::f32, {n}, "X");
   Node* N = tr.dim(X, 0);
   auto c = [&](int v) { return tr.constant(v, DType::i32); };
@@ -74,8 +83,11 @@ TEST(DependenceUses, HostLoopCarries) {
 
 TEST(DependenceUses, IgnoredAxesAndInjectivity) {
   Tracer tr("axes");
-  DimSpec n; n.kind = DimSpec::symbolic; n.name = "N";
-  DimSpec five; five.size = 5;
+  DimSpec n;
+  n.kind = DimSpec::symbolic;
+  n.name = "N";
+  DimSpec five;
+  five.size = 5;
   Node* X = tr.input(DType::f32, {n, five}, "X");
   Node* B = tr.input(DType::i32, {n, five}, "B");
   Node* N = tr.dim(X, 0);

@@ -6,7 +6,6 @@ backend; the final IR is checked for host loops and kernel shapes."""
 import re
 
 import numpy as np
-import pytest
 
 import ember as em
 
