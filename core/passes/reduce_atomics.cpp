@@ -17,6 +17,9 @@ namespace {
 // Kernels whose remaining threads would be fewer than this (all dims constant) keep their axes:
 // a reduction loop per thread would leave a GPU mostly idle.
 constexpr int64_t kMinThreads = 64;
+// Nor when each remaining thread would loop over more than this many times its count of
+// threads (column sums of a tall matrix: a few threads each summing a million rows).
+constexpr int64_t kMaxLoopPerThread = 16;
 
 bool is_access(const Node* n) { return n->op == Op::load || n->op == Op::store || n->op == Op::atomic; }
 
@@ -159,7 +162,16 @@ class Reducer {
       else
         threads *= const_dim(d);
     }
+    int64_t trips = 1;
+    bool symbolic_trips = false;
+    for (Node* d : reduced) {
+      if (const_dim(d) < 0)
+        symbolic_trips = true;
+      else
+        trips *= const_dim(d);
+    }
     if (!symbolic && threads < kMinThreads) return k;
+    if (!symbolic && !symbolic_trips && trips > kMaxLoopPerThread * threads) return k;
     // Final updates are plain when the memory has one atomic here and isl shows its address is
     // injective on the remaining axes (one thread per element).
     std::unordered_map<const Node*, int> per_mem;

@@ -177,3 +177,18 @@ def test_gradients_of_injective_gathers_need_no_atomics(rng, backend):
     np.testing.assert_allclose(f(x).numpy(), want, rtol=1e-6, atol=1e-6)
     assert ir_atomics(f) == 0
     assert source_atomic_lines(f) == 0
+
+
+def test_few_threads_over_long_loops_keep_atomics(rng):
+    """Column sums of a tall [4096, 64] matrix: 64 threads each looping 4096 times would leave a
+    GPU idle, so the atomics stay; a narrow [70, 8] keeps them too (8 threads)."""
+    for rows, cols in ((4096, 64), (70, 8)):
+        @em.compile
+        def f(v: em.f32[rows, cols]):
+            S = em.zeros((cols,))
+            with em.kernel((rows, cols)) as (i, j):
+                em.atomic_add(S[j], v[i, j])
+            return S
+        v = rand(rng, rows, cols)
+        np.testing.assert_allclose(f(v).numpy(), v.sum(axis=0), rtol=1e-4, atol=1e-3)
+        assert ir_atomics(f) == 1
