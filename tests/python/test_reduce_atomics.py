@@ -192,3 +192,58 @@ def test_few_threads_over_long_loops_keep_atomics(rng):
         v = rand(rng, rows, cols)
         np.testing.assert_allclose(f(v).numpy(), v.sum(axis=0), rtol=1e-4, atol=1e-3)
         assert ir_atomics(f) == 1
+
+
+ADDRESSES = {  # name: (traced address of S over [R, C] threads, NumPy address, S's length)
+    "row": (lambda i, j: i, lambda i, j: i, lambda R, C: R),
+    "col": (lambda i, j: j, lambda i, j: j, lambda R, C: C),
+    "half_row": (lambda i, j: i // 2, lambda i, j: i // 2, lambda R, C: (R + 1) // 2),
+    "mirror_row": (lambda i, j: 95 - i, lambda i, j: 95 - i, lambda R, C: 96),
+    "diagonal": (lambda i, j: (i + j) % 7, lambda i, j: (i + j) % 7, lambda R, C: 7),
+    "bin": (None, None, lambda R, C: 16),  # S[b[i, j]]: indirect
+}
+
+
+CASES = [  # (address, kind, under an if, columns, atomics left): every route of the pass
+    ("row", "add", True, 40, 0), ("row", "max", False, 7, 0), ("mirror_row", "min", True, 40, 0),
+    ("half_row", "add", False, 40, 1), ("col", "max", True, 80, 0), ("diagonal", "add", False, 40, 1),
+    ("bin", "max", True, 40, 1), ("half_row", "min", True, 7, 1),
+]
+
+
+@pytest.mark.parametrize("case", range(len(CASES)))
+def test_random_integer_atomics_match_numpy(case):
+    """Kinds add/min/max, addresses that ignore an axis (injective on the rest or not), that
+    ignore none, or indirect ones, with and without a condition, on random i32 (exact): NumPy's
+    results."""
+    addr, kind, cond, C, left = CASES[case]
+    r = np.random.default_rng(case)
+    R = 96
+    em_addr, np_addr, length = ADDRESSES[addr]
+    n = length(R, C)
+    atomic = {"add": em.atomic_add, "min": em.atomic_min, "max": em.atomic_max}[kind]
+
+    @em.compile
+    def f(v: em.i32[R, C], b: em.i32[R, C], s0: em.i32[n]):
+        S = em.zeros((n,), dtype=em.i32)
+        with em.kernel(n) as q:
+            S[q] = s0[q]
+        with em.kernel((R, C)) as (i, j):
+            at = b[i, j] if em_addr is None else em_addr(i, j)
+            if cond:
+                with em.if_(v[i, j] % 3 != 0):
+                    atomic(S[at], v[i, j])
+            else:
+                atomic(S[at], v[i, j])
+        return S
+    v = r.integers(-1000, 1000, (R, C)).astype(np.int32)
+    b = r.integers(0, 16, (R, C)).astype(np.int32)
+    s0 = r.integers(-500, 500, n).astype(np.int32)
+    want = s0.astype(np.int64)
+    ufunc = {"add": np.add, "min": np.minimum, "max": np.maximum}[kind]
+    i, j = np.indices((R, C))
+    idx = b if np_addr is None else np_addr(i, j)
+    keep = (v % 3 != 0) if cond else np.ones_like(v, bool)
+    ufunc.at(want, idx[keep], v[keep].astype(np.int64))
+    np.testing.assert_array_equal(f(v, b, s0).numpy(), want.astype(np.int32))
+    assert ir_atomics(f) == left
