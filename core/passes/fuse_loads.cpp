@@ -4,6 +4,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "core/analysis/dependence.h"
 #include "core/ir/builder.h"
 #include "core/ir/shape.h"
 #include "core/passes/pass_util.h"
@@ -280,6 +281,29 @@ bool written_between(Node* k1, Node* load, const std::unordered_set<const Node*>
   return hit;
 }
 
+// Whether the recomputation at `load` in consumer k2 and k2's writes of the memories the cone
+// reads all touch only the thread's own element: k1 and k2 have one shape, `load` reads k2's
+// element, every cone load of a memory k2 writes reads k1's element (so its copy reads k2's),
+// and every write of such a memory in k2 is its thread's element. No dependence then crosses
+// k2's threads.
+bool own_elements_only(DependenceAnalysis& dep, const Cone& cone, Node* load, Node* k1, Node* k2) {
+  if (!same_shape(k1->shape, k2->shape) || !dep.own_element(load, k2->shape)) return false;
+  bool ok = true;
+  for (Node* n : cone.keep) {
+    if (!ok) break;
+    if (n->op != Op::load) continue;
+    const Node* m = n->operand(0);
+    bool written = false;
+    for_each_writer(m, [&](Node* x) {
+      if (!x->inside(k2)) return;
+      written = true;
+      ok = ok && dep.own_element(x, k2->shape);
+    });
+    ok = ok && (!written || dep.own_element(n, k1->shape));
+  }
+  return ok;
+}
+
 // Coordinate `a` of `load` brought into [0, dim) the way the load's mode does (clamp, wrap;
 // unsafe as is), with no code where it is already in range. Host math goes before kernel `k`.
 Node* in_mode_range(Builder& b, Node* load, int a, Node* k) {
@@ -333,8 +357,8 @@ class LoadCounts {
 };
 
 // Fuses `load` if legal and cheap; the loads of the recomputation are appended to `new_loads`.
-bool fuse_one(Program& p, Node* load, Positions& pos, LoadCounts& counts, std::vector<char>& copies,
-              std::vector<Node*>& new_loads) {
+bool fuse_one(Program& p, DependenceAnalysis& dep, Node* load, Positions& pos, LoadCounts& counts,
+              std::vector<char>& copies, std::vector<Node*>& new_loads) {
   Node* buf = load->operand(0);
   Node* st = sole_identity_store(buf);
   if (!st) return false;
@@ -366,11 +390,14 @@ bool fuse_one(Program& p, Node* load, Positions& pos, LoadCounts& counts, std::v
   // consumer loads its result (a ReLU's mask beside the activation it also stores).
   if (duplicated_cost(cone, cone.looped, st, store_stays) > kMaxDuplicatedLoopCost) return false;
   if (cone.reads.count(buf) || written_between(k1, load, cone.reads, pos)) return false;
-  // Other threads of the consumer may write what the recomputation reads before it runs.
+  // Other threads of the consumer may write what the recomputation reads before it runs, unless
+  // every such access is the thread's own element (an optimizer's update reading the parameter
+  // it writes in place): then only the consumer's own thread writes it, after the load (a write
+  // before it, or in a loop around it, is a write between, refused above).
   bool consumer_writes = false;
   for (const Node* m : cone.reads)
     for_each_writer(m, [&](Node* x) { consumer_writes = consumer_writes || x->inside(k2); });
-  if (consumer_writes) return false;
+  if (consumer_writes && !own_elements_only(dep, cone, load, k1, k2)) return false;
   // Everything the cone uses from outside k1 must be visible at the load.
   for (Node* n : cone.keep)
     for (Node* o : n->operands) {
@@ -422,6 +449,7 @@ bool fuse_loads(Program& p) {
   };
   bool changed = false;
   std::vector<char> copies;  // by node id: made by a fusion of this pass
+  DependenceAnalysis dep;
   for (int sweep = 0; sweep < 64; ++sweep) {
     Positions pos = program_positions(p);
     std::vector<Node*> work;  // a stack: the next load is at the back
@@ -437,7 +465,7 @@ bool fuse_loads(Program& p) {
       work.pop_back();
       if (!candidate(l)) continue;
       fresh.clear();
-      if (!fuse_one(p, l, pos, counts, copies, fresh)) continue;
+      if (!fuse_one(p, dep, l, pos, counts, copies, fresh)) continue;
       any = true;
       // Copies are made in program order, so ids order them: the first is tried first.
       std::sort(fresh.begin(), fresh.end(), [](const Node* a, const Node* b) { return a->id > b->id; });
