@@ -163,6 +163,7 @@ CompiledProgram::CompiledProgram(std::unique_ptr<Program> traced, const std::str
   init_backend(backend);
   const PipelineOptions& opt = options_;
   auto t0 = std::chrono::steady_clock::now();
+  const double c0 = thread_cpu_ms();
   std::string key;
   if (program_cache_enabled(opt.verify)) {
     stats_.traced_digest = traced_digest(*traced, traced_text.empty() ? print_program(*traced) : traced_text);
@@ -184,6 +185,7 @@ CompiledProgram::CompiledProgram(std::unique_ptr<Program> traced, const std::str
     }
   }
   stats_.passes_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  stats_.passes_cpu_ms = thread_cpu_ms() - c0;
   compile_kernels(stats_.program_cache_hit ? load_link(key) : std::string());
   // Saved once the kernels compiled too: a program that fails anywhere is never cached.
   if (!key.empty() && !stats_.program_cache_hit) save_program(key, *prog_);
@@ -195,6 +197,7 @@ std::unique_ptr<CompiledProgram> CompiledProgram::from_program_cache(const std::
   cp->init_backend(backend);
   if (digest.empty() || !program_cache_enabled(cp->options_.verify)) return nullptr;
   auto t0 = std::chrono::steady_clock::now();
+  const double c0 = thread_cpu_ms();
   const std::string key = program_cache_key(digest, cp->backend_name_, cp->options_);
   cp->prog_ = load_program(key);
   if (!cp->prog_) return nullptr;
@@ -202,6 +205,7 @@ std::unique_ptr<CompiledProgram> CompiledProgram::from_program_cache(const std::
   cp->stats_.program_cache_key = key;
   cp->stats_.traced_digest = digest;
   cp->stats_.passes_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  cp->stats_.passes_cpu_ms = thread_cpu_ms() - c0;
   cp->compile_kernels(load_link(key));
   return cp;
 }

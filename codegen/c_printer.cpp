@@ -497,7 +497,7 @@ class KernelPrinter {
   void stmt(const Node* n, int loops) {
     cost_ += op_info(n->op).cost;
     if (opt_.source_comments && n->op != Op::constant && n->op != Op::index && n->loc.known() &&
-        (n->loc.line != last_loc_.line || n->loc.file != last_loc_.file)) {
+        n->loc != last_loc_) {
       last_loc_ = n->loc;
       line(d_.comment + source_comment(n->loc));
     }

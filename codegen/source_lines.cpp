@@ -38,9 +38,10 @@ std::string clean(const std::string& s) {
 
 std::string source_comment(const SourceLoc& loc) {
   if (!loc.known()) return "";
-  const size_t slash = loc.file.find_last_of('/');
-  std::string out = (slash == std::string::npos ? loc.file : loc.file.substr(slash + 1)) + ":" + std::to_string(loc.line);
-  const std::vector<std::string>& lines = file_lines(loc.file);
+  const std::string& file = loc.file();
+  const size_t slash = file.find_last_of('/');
+  std::string out = (slash == std::string::npos ? file : file.substr(slash + 1)) + ":" + std::to_string(loc.line);
+  const std::vector<std::string>& lines = file_lines(file);
   if (loc.line <= static_cast<int>(lines.size())) {
     const std::string text = clean(lines[static_cast<size_t>(loc.line - 1)]);
     if (!text.empty()) out += ": " + text;

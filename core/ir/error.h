@@ -1,18 +1,30 @@
 // The two error channels (DESIGN §6). User errors say what is wrong, which value, expected vs
 // actual and the user's source line; internal errors carry Ember's file:line and the condition.
 #pragma once
+#include <cstdint>
 #include <sstream>
 #include <stdexcept>
 #include <string>
 
 namespace ember {
 
-// Where in the user's program a node was traced from.
-struct SourceLoc {
-  std::string file;
-  int line = 0;
+// Where in the user's program a node was traced from. The file name is interned in a
+// process-wide table that only grows, so a location is 8 bytes and every node's copy of it is
+// two words, not a heap string.
+class SourceLoc {
+ public:
+  SourceLoc() = default;
+  SourceLoc(const std::string& file, int line);  // interns `file`
+  const std::string& file() const;
   bool known() const { return line > 0; }
-  std::string str() const { return known() ? file + ":" + std::to_string(line) : std::string(); }
+  std::string str() const { return known() ? file() + ":" + std::to_string(line) : std::string(); }
+  friend bool operator==(const SourceLoc& a, const SourceLoc& b) { return a.file_ == b.file_ && a.line == b.line; }
+  friend bool operator!=(const SourceLoc& a, const SourceLoc& b) { return !(a == b); }
+
+  int line = 0;
+
+ private:
+  uint32_t file_ = 0;  // index in the intern table; 0 is ""
 };
 
 class Error : public std::runtime_error {

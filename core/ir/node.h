@@ -70,10 +70,12 @@ const char* index_mode_name(IndexMode m);
 //             default, except those printer_omits() lists (tests/cpp/test_node_attrs.cpp checks).
 //   metadata: carried along by copies but never compared, hashed or printed.
 // Do not declare an attribute as a plain member of Node: it would be silently dropped by copies.
+// The order packs the small members together (Node's size is walked memory in every pass).
 #define EMBER_NODE_ATTRS(X)                                                                       \
   X(uint32_t, bits, 0, semantic)                  /* constant: the value's 32-bit word */          \
   X(int, axis, 0, semantic)                       /* index: which coordinate; scan: the axis */    \
   X(uint8_t, kind, 0, semantic)                   /* reduce, scan: ReduceKind; atomic: AtomicKind */ \
+  X(bool, user_kernel, false, semantic)           /* kernel: written by the user (em.kernel) */    \
   X(uint32_t, axes, 0, semantic)                  /* reduce: bitmask of reduced input axes */      \
   X(bool, keepdims, false, semantic)              /* reduce */                                     \
   X(IndexMode, mode, IndexMode::clamp, semantic)  /* load/store/atomic: out-of-range policy */     \
@@ -81,7 +83,6 @@ const char* index_mode_name(IndexMode m);
   X(bool, zero_init, false, semantic)             /* buffer: filled with zeros when allocated */   \
   X(int, index, -1, semantic)                     /* argument position, output slot, kernel id */  \
   X(std::string, name, {}, semantic)              /* argument name, symbolic dim, kernel name */   \
-  X(bool, user_kernel, false, semantic)           /* kernel: written by the user (em.kernel) */    \
   X(std::vector<int>, group, {}, semantic)        /* kernel: workgroup shape; empty: none */       \
   X(SourceLoc, loc, {}, metadata)                 /* where the user traced it */
 
@@ -138,8 +139,12 @@ class DimList {
 };
 
 struct Node : NodeAttrs {
+  // The small members first, packed into one word with the attributes' tail (sizeof(Node) is
+  // memory every pass walks: 384 bytes before packing and interning SourceLoc::file, 336 after).
   Op op;
   DType dtype = DType::none;
+  bool dead = false;
+  int id = 0;                   // creation order (unique within the program)
   DimList shape;                // dimension nodes (scalar i32, host level); [] is a scalar
   std::vector<Node*> operands;  // changed only through Program (keeps users and use_slots in sync)
   // One entry per use (a node using x twice appears twice), in no particular order.
@@ -165,8 +170,6 @@ struct Node : NodeAttrs {
   std::vector<Node*> params;
   std::vector<Node*> memories;
 
-  int id = 0;                   // creation order (unique within the program)
-  bool dead = false;
   // Position among its siblings, strictly increasing along `next` (Program's linking keeps it),
   // so "does a come before b in their scope" is one comparison instead of a walk of the list.
   uint64_t order = 0;

@@ -167,7 +167,7 @@ void put(Writer& w, const T& v) {
     w.u32(static_cast<uint32_t>(v.size()));
     for (int x : v) w.i32(x);
   } else if constexpr (std::is_same_v<T, SourceLoc>) {
-    w.str(v.file);
+    w.str(v.file());
     w.i32(v.line);
   } else {
     static_assert(kAlwaysFalse<T>, "serialize_program: an EMBER_NODE_ATTRS attribute has a type the codec does not "
@@ -197,8 +197,8 @@ void get(Reader& r, T& v) {
     v.resize(r.count());
     for (int& x : v) x = r.i32();
   } else if constexpr (std::is_same_v<T, SourceLoc>) {
-    v.file = r.str();
-    v.line = r.i32();
+    const std::string file = r.str();
+    v = SourceLoc(file, r.i32());
   } else {
     static_assert(kAlwaysFalse<T>, "deserialize_program: add this attribute type to get() in core/ir/serialize.cpp");
   }
@@ -206,8 +206,7 @@ void get(Reader& r, T& v) {
 
 template <class T>
 bool same_value(const T& a, const T& b) {
-  if constexpr (std::is_same_v<T, SourceLoc>) return a.file == b.file && a.line == b.line;
-  else return a == b;
+  return a == b;
 }
 
 // Attributes that differ from their defaults (bit k: the k-th of the list), then their values.

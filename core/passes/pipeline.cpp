@@ -1,6 +1,7 @@
 #include "core/passes/pipeline.h"
 
 #include <chrono>
+#include <ctime>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -90,6 +91,12 @@ const std::vector<PassInfo>& pipeline_passes() {
   return list;
 }
 
+double thread_cpu_ms() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) * 1e-6;
+}
+
 std::vector<PassRecord> run_pipeline(Program& p, const PipelineOptions& opt) {
   std::vector<PassRecord> records;
   const bool show_ir = debug_has("ir");
@@ -103,10 +110,11 @@ std::vector<PassRecord> run_pipeline(Program& p, const PipelineOptions& opt) {
   const char* step_before = "the start";
   auto run = [&](const PassInfo& pass) {
     auto t0 = std::chrono::steady_clock::now();
+    const double c0 = thread_cpu_ms();
     const uint64_t v0 = node_visit_counter();
     bool changed = pass.fn(p);
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    records.push_back({pass.name, ms, changed, node_visit_counter() - v0});
+    records.push_back({pass.name, ms, thread_cpu_ms() - c0, changed, node_visit_counter() - v0});
     if (std::strcmp(pass.name, "fuse_kernels") == 0) kernels_formed = true;
     if (opt.verify) verify(p, VerifyOptions{kernels_formed});
     if (show_time) std::fprintf(stderr, "ember: %-20s %8.3f ms%s\n", pass.name, ms, changed ? "" : " (no change)");

@@ -19,6 +19,7 @@ struct PassInfo {
 struct PassRecord {
   std::string name;
   double ms = 0;
+  double cpu_ms = 0;  // this thread's CPU time in the pass (unlike ms, not inflated by other processes)
   bool changed = false;
   uint64_t visits = 0;  // node_visit_counter() steps the pass took (work, not time)
 };
@@ -38,6 +39,9 @@ struct PipelineOptions {
 
 // The passes in order (groups like simplify/cse/dce appear once; run_pipeline repeats them).
 const std::vector<PassInfo>& pipeline_passes();
+// CPU time consumed by the calling thread, in ms (pass timings that other processes' load on a
+// shared machine does not inflate).
+double thread_cpu_ms();
 // Runs the whole pipeline. EMBER_DEBUG=ir prints the IR after every pass that changed it;
 // EMBER_DEBUG=time prints each pass's time.
 std::vector<PassRecord> run_pipeline(Program& p, const PipelineOptions& opt = {});

@@ -16,6 +16,7 @@ namespace ember {
 
 struct ProgramStats {
   double passes_ms = 0;
+  double passes_cpu_ms = 0;   // the same span in this thread's CPU time (steady under other load)
   double codegen_ms = 0;
   double compile_ms = 0;
   bool cache_hit = false;     // nothing was compiled: every kernel came from a cache

@@ -555,7 +555,8 @@ class Program:
 
     @property
     def stats(self):
-        """Compile statistics, a dict: passes [{name, ms, changed, visits}], passes_ms, codegen_ms (printing
+        """Compile statistics, a dict: passes [{name, ms, cpu_ms, changed, visits}], passes_ms,
+        passes_cpu_ms (the same span in the compiling thread's CPU time), codegen_ms (printing
         the distinct kernels), compile_ms (cache lookups, compiler runs and loading), kernels (the
         kernel count), distinct_kernels (distinct kernel bodies: kernels bound to other buffers or
         params but otherwise equal share one compiled function or shader), compiled_kernels (the

@@ -142,6 +142,7 @@ py::dict stats_dict(const ProgramStats& s) {
     py::dict d;
     d["name"] = r.name;
     d["ms"] = r.ms;
+    d["cpu_ms"] = r.cpu_ms;
     d["changed"] = r.changed;
     d["visits"] = r.visits;
     passes.append(d);
@@ -149,6 +150,7 @@ py::dict stats_dict(const ProgramStats& s) {
   py::dict d;
   d["passes"] = passes;
   d["passes_ms"] = s.passes_ms;
+  d["passes_cpu_ms"] = s.passes_cpu_ms;
   d["codegen_ms"] = s.codegen_ms;
   d["compile_ms"] = s.compile_ms;
   d["cache_hit"] = s.cache_hit;

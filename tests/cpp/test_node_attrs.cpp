@@ -33,11 +33,11 @@ void set_other(bool& v) { v = !v; }
 void set_other(IndexMode& v) { v = v == IndexMode::wrap ? IndexMode::unsafe : IndexMode::wrap; }
 void set_other(std::string& v) { v += "_other"; }
 void set_other(std::vector<int>& v) { v.push_back(static_cast<int>(v.size()) + 2); }
-void set_other(SourceLoc& v) { v.file += "other.py"; v.line += 17; }
+void set_other(SourceLoc& v) { v = SourceLoc(v.file() + "other.py", v.line + 17); }
 
 template <class T>
 bool equal(const T& a, const T& b) { return a == b; }
-bool equal(const SourceLoc& a, const SourceLoc& b) { return a.file == b.file && a.line == b.line; }
+bool equal(const SourceLoc& a, const SourceLoc& b) { return a.file() == b.file() && a.line == b.line; }
 
 // Every attribute of the list, metadata included, set away from its default.
 void set_every_attr(Node* n) {

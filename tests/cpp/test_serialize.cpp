@@ -142,10 +142,10 @@ void set_other(bool& v) { v = !v; }
 void set_other(IndexMode& v) { v = v == IndexMode::wrap ? IndexMode::unsafe : IndexMode::wrap; }
 void set_other(std::string& v) { v += "_other\n\0x"; }
 void set_other(std::vector<int>& v) { v.push_back(static_cast<int>(v.size()) + 2); v.push_back(-70000); }
-void set_other(SourceLoc& v) { v.file += "other.py"; v.line += 17; }
+void set_other(SourceLoc& v) { v = SourceLoc(v.file() + "other.py", v.line + 17); }
 template <class T>
 bool equal(const T& a, const T& b) { return a == b; }
-bool equal(const SourceLoc& a, const SourceLoc& b) { return a.file == b.file && a.line == b.line; }
+bool equal(const SourceLoc& a, const SourceLoc& b) { return a.file() == b.file() && a.line == b.line; }
 
 TEST(Serialize, EveryAttributeRoundTrips) {
   // Nodes whose ops the verifier lets carry any attribute value: every attribute set away from

@@ -1,0 +1,56 @@
+"""How bench/workloads/compile_scaling.py counts pass-time growth (issue 17): pass times in the
+compiling thread's CPU time (prog.stats passes_cpu_ms, per pass cpu_ms), the minimum of several
+compiles per size in one process, growth per doubling from those minima."""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+import ember as em
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "bench"))
+sys.path.insert(0, str(REPO / "bench" / "workloads"))
+import compile_scaling as cs  # noqa: E402
+
+
+def test_pass_cpu_time_in_stats(monkeypatch, tmp_path):
+    monkeypatch.setenv("EMBER_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("EMBER_PROGRAM_CACHE", "0")  # the pipeline runs: passes are timed
+    prog = em.compile(cs.stencil_program(em, 6).fn, name="stencil6_cpu_time", trace_cache=False)
+    rng = np.random.default_rng(7)
+    u, v = (rng.random((9, 11), dtype=np.float32) for _ in range(2))
+    got_u, got_v = prog(u, v)
+    want_u, want_v = cs._numpy_steps(u.astype(np.float64), v.astype(np.float64), 6)
+    np.testing.assert_allclose(got_u.numpy(), want_u, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(got_v.numpy(), want_v, rtol=1e-4, atol=1e-5)
+    st = prog.stats
+    assert not st["program_cache_hit"] and st["passes"]
+    assert st["passes_cpu_ms"] > 0
+    per_pass = [p["cpu_ms"] for p in st["passes"]]
+    assert all(t >= 0 for t in per_pass)
+    # The passes run on the compiling thread inside the span passes_cpu_ms measures.
+    assert sum(per_pass) <= st["passes_cpu_ms"] + 0.5
+    # CPU time cannot exceed wall time on one thread (clock granularity aside).
+    assert st["passes_cpu_ms"] <= st["passes_ms"] + 1.0
+
+
+def test_workload_counts_min_of_repetitions_per_size(tmp_path):
+    env = dict(os.environ, EMBER_CACHE_DIR=str(tmp_path), EMBER_PROGRAM_CACHE="0", EMBER_REPS="2")
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(cs.ember_python_dir()), env.get("PYTHONPATH")) if p)
+    r = subprocess.run([sys.executable, cs.__file__, "passes", "5,10", "cpu"], env=env, capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    import json
+    out = {int(k): v for k, v in json.loads(r.stdout.strip().splitlines()[-1]).items()}
+    assert sorted(out) == [5, 10]
+    for times in out.values():
+        assert len(times["cpu"]) == 2 and len(times["wall"]) == 2
+        assert all(t > 0 for t in times["cpu"] + times["wall"])
+    # Growth from the minima: synthetic times whose minima double exactly give 2.00x.
+    m = {"passes": {50: {"cpu": [9.0, 4.0, 5.0], "wall": [1, 2, 3]}, 100: {"cpu": [8.0, 8.5, 30.0], "wall": [2, 4, 6]},
+                    200: {"cpu": [20.0, 16.0, 17.0], "wall": [4, 8, 9]}}}
+    assert cs.pass_growth(m, (50, 100, 200)) == [(50, 100, 2.0), (100, 200, 2.0)]
+    assert cs.pass_growth({}, (50, 100)) == []
