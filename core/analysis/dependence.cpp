@@ -177,7 +177,10 @@ struct DependenceAnalysis::Impl {
 
   // The relation from an access's iteration space S[thread coordinates, loop counters] to the
   // memory's index space M[...]; empty when isl failed (the caller then assumes dependence).
-  Isl<isl_map> access_map(const MemAccess& x, const std::vector<Node*>& shape, Isl<isl_set>* domain_out = nullptr);
+  // With `outer` (a host loop), its counter is one more iteration dimension, after the loops,
+  // and host values made inside it are unknown (they differ between its iterations).
+  Isl<isl_map> access_map(const MemAccess& x, const std::vector<Node*>& shape, Isl<isl_set>* domain_out = nullptr,
+                          const Node* outer = nullptr);
 
  private:
   // Builds expressions on the set space [S dims..., M dims...] of one access.
@@ -185,6 +188,7 @@ struct DependenceAnalysis::Impl {
     Isl<isl_space> space;
     const std::vector<Node*>* shape;
     std::vector<const Node*> loops;
+    const Node* outer = nullptr;  // a host loop whose counter is dimension rank + loops
     std::unordered_map<const Node*, Isl<isl_pw_aff>> memo;
     int budget = kMaxExprNodes;
   };
@@ -213,6 +217,7 @@ Isl<isl_pw_aff> DependenceAnalysis::Impl::expr(Env& env, const Node* x) {
   // A host value: a parameter named after the node (the same node is the same value on both
   // sides of a query: both run after it, in one iteration of any host loop around them).
   auto param = [&] {
+    if (env.outer && x->inside(env.outer)) return Isl<isl_pw_aff>();  // differs between its iterations
     std::string name = "p" + std::to_string(x->id);
     isl_id* id = isl_id_alloc(ctx.get(), name.c_str(), const_cast<Node*>(x));
     isl_space* sp = isl_space_add_param_id(env.space.copy(), isl_id_copy(id));
@@ -225,6 +230,8 @@ Isl<isl_pw_aff> DependenceAnalysis::Impl::expr(Env& env, const Node* x) {
     r = constant(env, x->i());
   } else if (x->op == Op::index && is_coordinate(x, *env.shape, x->axis)) {
     r = var(env, x->axis);
+  } else if (x->op == Op::loop && x == env.outer) {
+    r = var(env, rank + static_cast<int>(env.loops.size()));
   } else if (x->op == Op::loop) {
     for (size_t j = 0; j < env.loops.size(); ++j)
       if (env.loops[j] == x) r = var(env, rank + static_cast<int>(j));
@@ -260,15 +267,16 @@ Isl<isl_pw_aff> DependenceAnalysis::Impl::expr(Env& env, const Node* x) {
 }
 
 Isl<isl_map> DependenceAnalysis::Impl::access_map(const MemAccess& x, const std::vector<Node*>& shape,
-                                                  Isl<isl_set>* domain_out) {
+                                                  Isl<isl_set>* domain_out, const Node* outer) {
   const Node* mem = x.memory;
   const int rank = static_cast<int>(shape.size());
   const int mrank = mem->rank();
   Env env;
   env.shape = &shape;
   env.loops = enclosing_loops(x.node);
+  env.outer = outer;
   const int loops = static_cast<int>(env.loops.size());
-  const int sdims = rank + loops;
+  const int sdims = rank + loops + (outer ? 1 : 0);
   env.space = Isl<isl_space>(isl_space_set_alloc(ctx.get(), 0, static_cast<unsigned>(sdims + mrank)));
   Isl<isl_set> dom(isl_set_universe(env.space.copy()));
   auto restrict = [&](isl_set* s) { dom = Isl<isl_set>(isl_set_intersect(dom.take(), s)); };
@@ -281,8 +289,8 @@ Isl<isl_map> DependenceAnalysis::Impl::access_map(const MemAccess& x, const std:
   }
   // Loops: b <= c < e for a positive constant step, e < c <= b for a negative one (the stride
   // itself is dropped: more counter values than run, an over-approximation).
-  for (int j = 0; j < loops; ++j) {
-    const Node* l = env.loops[static_cast<size_t>(j)];
+  for (int j = 0; j < loops + (outer ? 1 : 0); ++j) {
+    const Node* l = j < loops ? env.loops[static_cast<size_t>(j)] : outer;
     const Node* s = l->operand(2);
     if (s->op != Op::constant || s->i() == 0) continue;
     Isl<isl_pw_aff> b = expr(env, l->operand(0)), e = expr(env, l->operand(1));
@@ -353,7 +361,7 @@ Isl<isl_map> DependenceAnalysis::Impl::access_map(const MemAccess& x, const std:
 DependenceAnalysis::DependenceAnalysis() = default;
 DependenceAnalysis::~DependenceAnalysis() = default;
 
-bool DependenceAnalysis::within_thread(const AccessGroup& a, const AccessGroup& b, DepPairs pairs) {
+bool DependenceAnalysis::within_thread(const AccessGroup& a, const AccessGroup& b, DepPairs pairs, DepWhy* why) {
   EMBER_INTERNAL_ASSERT(a.lead() == b.lead(), "within_thread: leads " << a.lead() << " and " << b.lead());
   const int lead = a.lead();
   int isl_pairs = 0;
@@ -372,6 +380,10 @@ bool DependenceAnalysis::within_thread(const AccessGroup& a, const AccessGroup& 
       for (const MemAccess& y : ys) {
         ++node_visit_counter();
         if (!dependent_kinds(x, y, pairs)) continue;
+        auto dependent = [&](DepWhy::Cause cause) {
+          if (why) *why = DepWhy{cause, x, y};
+          return false;
+        };
         ++stats_.pairs;
         if (own_row(x, a.shape(), lead) && own_row(y, b.shape(), lead)) {
           ++stats_.fast;
@@ -379,11 +391,11 @@ bool DependenceAnalysis::within_thread(const AccessGroup& a, const AccessGroup& 
         }
         if (offsets_differ(x, a.shape(), y, b.shape(), lead)) {
           ++stats_.fast;
-          return false;
+          return dependent(DepWhy::Cause::crosses);
         }
         if (++isl_pairs > kMaxIslPairs) {
           ++stats_.too_many;
-          return false;
+          return dependent(DepWhy::Cause::too_many);
         }
         ++stats_.isl;
         auto get = [&](std::unordered_map<const MemAccess*, Isl<isl_map>>& cache, const MemAccess& m,
@@ -395,20 +407,75 @@ bool DependenceAnalysis::within_thread(const AccessGroup& a, const AccessGroup& 
         if (!impl_) impl_ = std::make_unique<Impl>();  // the isl context, made on first use
         const Isl<isl_map>& mx = get(maps_a, x, a.shape());
         const Isl<isl_map>& my = get(maps_b, y, b.shape());
-        if (!mx || !my) return false;
+        if (!mx || !my) return dependent(DepWhy::Cause::unknown);
         // Pairs of instances that touch one element: S_x -> S_y. None may differ in a lead coordinate.
         Isl<isl_map> meet(isl_map_apply_range(mx.copy(), isl_map_reverse(my.copy())));
-        if (!meet) return false;
+        if (!meet) return dependent(DepWhy::Cause::unknown);
         for (int d = 0; d < lead; ++d) {
           Isl<isl_map> lt(isl_map_order_lt(meet.copy(), isl_dim_in, static_cast<unsigned>(d), isl_dim_out, static_cast<unsigned>(d)));
           Isl<isl_map> gt(isl_map_order_gt(meet.copy(), isl_dim_in, static_cast<unsigned>(d), isl_dim_out, static_cast<unsigned>(d)));
-          if (!lt || !gt || isl_map_is_empty(lt.get()) != isl_bool_true || isl_map_is_empty(gt.get()) != isl_bool_true)
-            return false;
+          if (!lt || !gt) return dependent(DepWhy::Cause::unknown);
+          if (isl_map_is_empty(lt.get()) != isl_bool_true || isl_map_is_empty(gt.get()) != isl_bool_true)
+            return dependent(DepWhy::Cause::crosses);
         }
       }
     }
   }
   return true;
+}
+
+bool DependenceAnalysis::carried(const Node* loop, const std::vector<const AccessGroup*>& groups, DepWhy* why) {
+  if (!impl_) impl_ = std::make_unique<Impl>();
+  int isl_pairs = 0;
+  std::unordered_map<const MemAccess*, Isl<isl_map>> maps;
+  auto map_of = [&](const MemAccess& m, const AccessGroup& g) -> const Isl<isl_map>& {
+    auto c = maps.find(&m);
+    if (c == maps.end()) c = maps.emplace(&m, impl_->access_map(m, g.shape(), nullptr, loop)).first;
+    return c->second;
+  };
+  // Pass 0 looks for a flow dependence (a write, then a read in a later iteration: the clearest
+  // reason to give), pass 1 for any.
+  for (int pass = 0; pass < 2; ++pass) {
+    for (size_t i = 0; i < groups.size(); ++i) {
+      for (size_t j = i; j < groups.size(); ++j) {
+        for (const auto& [mem, am] : groups[i]->by_memory()) {
+          auto it = groups[j]->by_memory().find(mem);
+          if (it == groups[j]->by_memory().end() || (am.writes == 0 && it->second.writes == 0)) continue;
+          if (mem->inside(loop)) continue;  // made afresh by each iteration
+          for (const MemAccess& x : am.all) {
+            for (const MemAccess& y : it->second.all) {
+              if (!dependent_kinds(x, y, pass == 0 ? DepPairs::flow_anti : DepPairs::all)) continue;
+              auto dependent = [&](DepWhy::Cause cause, bool x_first) {
+                if (why) *why = x_first ? DepWhy{cause, x, y} : DepWhy{cause, y, x};
+                return true;
+              };
+              if (++isl_pairs > kMaxIslPairs) return dependent(DepWhy::Cause::too_many, true);
+              const Isl<isl_map>& mx = map_of(x, *groups[i]);
+              const Isl<isl_map>& my = map_of(y, *groups[j]);
+              if (!mx || !my) return dependent(DepWhy::Cause::unknown, true);
+              Isl<isl_map> meet(isl_map_apply_range(mx.copy(), isl_map_reverse(my.copy())));
+              if (!meet) return dependent(DepWhy::Cause::unknown, true);
+              // The counter is each side's last iteration dimension.
+              const unsigned dx = static_cast<unsigned>(isl_map_dim(meet.get(), isl_dim_in) - 1);
+              const unsigned dy = static_cast<unsigned>(isl_map_dim(meet.get(), isl_dim_out) - 1);
+              Isl<isl_map> lt(isl_map_order_lt(meet.copy(), isl_dim_in, dx, isl_dim_out, dy));
+              Isl<isl_map> gt(isl_map_order_gt(meet.copy(), isl_dim_in, dx, isl_dim_out, dy));
+              if (!lt || !gt) return dependent(DepWhy::Cause::unknown, true);
+              const bool x_writes = x.kind != AccessKind::read;
+              const bool x_then_y = isl_map_is_empty(lt.get()) != isl_bool_true;
+              const bool y_then_x = isl_map_is_empty(gt.get()) != isl_bool_true;
+              if (pass == 0) {  // only the order that makes it a flow dependence
+                if (x_writes ? x_then_y : y_then_x) return dependent(DepWhy::Cause::crosses, x_writes);
+                continue;
+              }
+              if (x_then_y || y_then_x) return dependent(DepWhy::Cause::crosses, x_then_y);
+            }
+          }
+        }
+      }
+    }
+  }
+  return false;
 }
 
 bool DependenceAnalysis::own_element(const Node* n, const std::vector<Node*>& shape) {

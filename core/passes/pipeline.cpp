@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "core/analysis/explain.h"
 #include "core/ir/printer.h"
 #include "core/ir/verifier.h"
 #include "core/passes/check_shapes.h"
@@ -88,6 +89,12 @@ const std::vector<PassInfo>& pipeline_passes() {
 
 std::vector<PassRecord> run_pipeline(Program& p, const PipelineOptions& opt) {
   std::vector<PassRecord> records;
+  // The explain log is set for this pipeline only (passes record into explain_log()).
+  struct LogScope {
+    ExplainLog* saved;
+    explicit LogScope(ExplainLog* l) : saved(explain_log()) { explain_log() = l; }
+    ~LogScope() { explain_log() = saved; }
+  } log_scope(opt.explain);
   const bool show_ir = debug_has("ir");
   const bool show_time = debug_has("time");
   bool kernels_formed = false;
@@ -112,6 +119,7 @@ std::vector<PassRecord> run_pipeline(Program& p, const PipelineOptions& opt) {
       (*opt.stages)[key] = print_program(p);
       context[key] = step_before;
     }
+    if (opt.explain && std::strcmp(pass.name, "forward_copies") == 0) explain_host_loops(p, *opt.explain);
     if (opt.after_pass) opt.after_pass(pass.name, p, changed, kernels_formed);
     return changed;
   };
