@@ -1,5 +1,8 @@
 #include "core/analysis/dependence.h"
 
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <utility>
 #include <string>
@@ -116,7 +119,41 @@ bool dependent_kinds(const MemAccess& x, const MemAccess& y, DepPairs pairs) {
   return true;
 }
 
+// EMBER_DEPENDENCE=syntactic: no isl (pairs the syntactic rule leaves open are dependent).
+bool syntactic_only() {
+  static const bool on = [] {
+    const char* e = std::getenv("EMBER_DEPENDENCE");
+    return e && std::strcmp(e, "syntactic") == 0;
+  }();
+  return on;
+}
+
+// Adds one query's time and pair counts to dependence_totals().
+class QueryTimer {
+ public:
+  explicit QueryTimer(const DependenceStats& s) : s_(s), start_(s), t0_(std::chrono::steady_clock::now()) {}
+  ~QueryTimer() {
+    DependenceTotals& t = dependence_totals();
+    ++t.queries;
+    t.ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0_).count();
+    t.pairs.pairs += s_.pairs - start_.pairs;
+    t.pairs.fast += s_.fast - start_.fast;
+    t.pairs.isl += s_.isl - start_.isl;
+    t.pairs.too_many += s_.too_many - start_.too_many;
+  }
+
+ private:
+  const DependenceStats& s_;
+  DependenceStats start_;
+  std::chrono::steady_clock::time_point t0_;
+};
+
 }  // namespace
+
+DependenceTotals& dependence_totals() {
+  static thread_local DependenceTotals t;
+  return t;
+}
 
 bool at_own_element(const Node* n, const Node* k) {
   const Node* mem = n->operand(0);
@@ -319,9 +356,13 @@ Isl<isl_map> DependenceAnalysis::Impl::access_map(const MemAccess& x, const std:
       if (n->mode == IndexMode::unsafe) { coord.assign(coord.size(), Isl<isl_pw_aff>()); break; }
       continue;
     }
+    // Only the iteration domain matters: pieces of min/max (a clamp written in the program) that
+    // no iteration reaches are dropped, so relations stay small (their pieces multiply).
+    f = Isl<isl_pw_aff>(isl_pw_aff_coalesce(isl_pw_aff_intersect_domain(f.take(), dom.copy())));
+    if (!f) continue;
     if (n->mode == IndexMode::clamp) {
       Isl<isl_pw_aff> hi(isl_pw_aff_sub(d.copy(), constant(env, 1).take()));
-      coord[a] = Isl<isl_pw_aff>(isl_pw_aff_min(isl_pw_aff_max(f.take(), zero().take()), hi.take()));
+      coord[a] = Isl<isl_pw_aff>(isl_pw_aff_coalesce(isl_pw_aff_min(isl_pw_aff_max(f.take(), zero().take()), hi.take())));
       continue;
     }
     // wrap and unsafe: the index itself where it is always in range.
@@ -349,7 +390,7 @@ Isl<isl_map> DependenceAnalysis::Impl::access_map(const MemAccess& x, const std:
     }
   }
   if (!acc) return {};
-  isl_map* m = isl_map_from_domain(acc.take());
+  isl_map* m = isl_map_from_domain(isl_set_coalesce(acc.take()));
   m = isl_map_move_dims(m, isl_dim_out, 0, isl_dim_in, static_cast<unsigned>(sdims), static_cast<unsigned>(mrank));
   m = isl_map_set_tuple_name(m, isl_dim_in, "S");
   m = isl_map_set_tuple_name(m, isl_dim_out, "M");
@@ -363,6 +404,7 @@ DependenceAnalysis::~DependenceAnalysis() = default;
 
 bool DependenceAnalysis::within_thread(const AccessGroup& a, const AccessGroup& b, DepPairs pairs, DepWhy* why) {
   EMBER_INTERNAL_ASSERT(a.lead() == b.lead(), "within_thread: leads " << a.lead() << " and " << b.lead());
+  QueryTimer timer(stats_);
   const int lead = a.lead();
   int isl_pairs = 0;
   // Visit the memories of the smaller group and look each up in the other.
@@ -393,6 +435,7 @@ bool DependenceAnalysis::within_thread(const AccessGroup& a, const AccessGroup& 
           ++stats_.fast;
           return dependent(DepWhy::Cause::crosses);
         }
+        if (syntactic_only()) return dependent(DepWhy::Cause::unknown);
         if (++isl_pairs > kMaxIslPairs) {
           ++stats_.too_many;
           return dependent(DepWhy::Cause::too_many);
@@ -409,7 +452,7 @@ bool DependenceAnalysis::within_thread(const AccessGroup& a, const AccessGroup& 
         const Isl<isl_map>& my = get(maps_b, y, b.shape());
         if (!mx || !my) return dependent(DepWhy::Cause::unknown);
         // Pairs of instances that touch one element: S_x -> S_y. None may differ in a lead coordinate.
-        Isl<isl_map> meet(isl_map_apply_range(mx.copy(), isl_map_reverse(my.copy())));
+        Isl<isl_map> meet(isl_map_coalesce(isl_map_apply_range(mx.copy(), isl_map_reverse(my.copy()))));
         if (!meet) return dependent(DepWhy::Cause::unknown);
         for (int d = 0; d < lead; ++d) {
           Isl<isl_map> lt(isl_map_order_lt(meet.copy(), isl_dim_in, static_cast<unsigned>(d), isl_dim_out, static_cast<unsigned>(d)));
@@ -481,11 +524,13 @@ bool DependenceAnalysis::carried(const Node* loop, const std::vector<const Acces
 bool DependenceAnalysis::own_element(const Node* n, const std::vector<Node*>& shape) {
   const Node* mem = n->operand(0);
   if (n->flat || !same_shape(mem->shape, shape)) return false;
+  QueryTimer timer(stats_);
   MemAccess x{n, mem, n->op == Op::load ? AccessKind::read : AccessKind::write};
   if (own_row(x, shape, static_cast<int>(shape.size()))) {
     ++stats_.fast;
     return true;
   }
+  if (syntactic_only()) return false;
   ++stats_.isl;
   if (!impl_) impl_ = std::make_unique<Impl>();
   Isl<isl_map> m = impl_->access_map(x, shape);

@@ -90,6 +90,17 @@ struct DepWhy {
   MemAccess second{nullptr, nullptr, AccessKind::read};
 };
 
+// Totals of every query on this thread since the last reset (run_pipeline resets them per compile
+// and prints them under EMBER_DEBUG=time): queries, the time spent in them, how pairs were
+// answered. EMBER_DEPENDENCE=syntactic answers every pair the syntactic rule cannot decide as
+// dependent, without isl (to measure what the analysis costs and gains).
+struct DependenceTotals {
+  long queries = 0;
+  double ms = 0;
+  DependenceStats pairs;
+};
+DependenceTotals& dependence_totals();
+
 class DependenceAnalysis {
  public:
   DependenceAnalysis();
