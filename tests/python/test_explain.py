@@ -177,3 +177,31 @@ def test_explain_after_program_cache_hit(tmp_path, monkeypatch):
 @pytest.mark.parametrize("prog", [blur, rnn])
 def test_explain_is_cached(prog):
     assert prog.explain() is not None and prog.explain() == prog.explain()
+
+
+def test_debug_time_shows_the_analysis(tmp_path):
+    """EMBER_DEBUG=time ends each pipeline with its total and the dependence analysis's share."""
+    import os
+    import re
+    import subprocess
+    import sys
+    code = ("import numpy as np, ember as em\n"
+            "@em.compile\n"
+            "def f(A: em.f32['N']):\n"
+            "    n = A.shape[0]\n"
+            "    C = em.buffer((n,))\n"
+            "    with em.kernel(n) as i:\n"
+            "        C[i] = A[n - 1 - i]\n"
+            "    with em.kernel(n) as i:\n"
+            "        A[i] = C[i] + 1.0\n"
+            "    return C\n"
+            "f(np.arange(8, dtype=np.float32))\n")
+    from pathlib import Path
+    env = dict(os.environ, EMBER_DEBUG="time", EMBER_CACHE_DIR=str(tmp_path),
+               PYTHONPATH=str(Path(em.__file__).resolve().parents[1]))
+    p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    m = re.search(r"ember: pipeline ([0-9.]+) ms, of which dependence analysis ([0-9.]+) ms: (\d+) queries, "
+                  r"(\d+) access pairs \((\d+) syntactic, (\d+) isl, (\d+) over the limit\)", p.stderr)
+    assert m, p.stderr
+    assert float(m[2]) <= float(m[1]) and int(m[3]) >= 1 and int(m[6]) >= 1  # the anti dependence needs isl
