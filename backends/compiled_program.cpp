@@ -237,7 +237,7 @@ KernelApi backend_api(const std::string& backend) {
   if (backend == "vulkan") return KernelApi::vulkan_glsl;
   if (backend == "vulkan-hlsl") return KernelApi::vulkan_hlsl;
   if (backend == "opengl") return KernelApi::opengl;
-  return KernelApi::cpp;
+  return KernelApi::cpp;  // cpu, and cuda: the kernel's own param words (its runner builds EmberArgs)
 }
 
 bool host_plan_enabled() {
@@ -331,9 +331,13 @@ std::string CompiledProgram::explain() const {
 std::string CompiledProgram::source(const std::string& lang) const {
   // The backend's own language as it compiles it; the others as their default dialect prints
   // the same lowered program (kernels do not depend on the backend).
-  const std::string own = backend_name_ == "cpu" ? "cpp" : backend_name_ == "vulkan-hlsl" ? "hlsl" : "glsl";
+  const std::string own = backend_name_ == "cpu"           ? "cpp"
+                          : backend_name_ == "vulkan-hlsl" ? "hlsl"
+                          : backend_name_ == "cuda"        ? "cuda"
+                                                           : "glsl";
   if (lang == own) return backend_->source(*prog_);
   if (lang == "cpp") return generate_kernels(*prog_, cpp_dialect());
+  if (lang == "cuda") return generate_kernels(*prog_, cuda_dialect());
   if (lang == "glsl" || lang == "hlsl") {
     const Dialect& d = lang == "glsl" ? glsl_dialect() : hlsl_dialect();
     std::string out;
@@ -342,7 +346,7 @@ std::string CompiledProgram::source(const std::string& lang) const {
              annotate_shader(generated_header(d, ": " + k.code.symbol) + d.prelude + "\n" + k.code.source, k.kernels, d);
     return out;
   }
-  throw BackendError("source('" + lang + "'): unknown kernel language (expected cpp, glsl or hlsl)");
+  throw BackendError("source('" + lang + "'): unknown kernel language (expected cpp, cuda, glsl or hlsl)");
 }
 
 }  // namespace ember

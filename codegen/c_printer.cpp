@@ -23,6 +23,13 @@ namespace ember {
 
 namespace {
 
+// Chunked full reductions (Dialect::chunk_loop_open): at most this many chunks (their partials
+// live on the stack), loops of fewer iterations stay whole, and the chunks run in parallel from
+// this many iterations on.
+constexpr int kReductionChunks = 64;
+constexpr int64_t kMinChunkedTrips = 256;
+constexpr int64_t kParallelChunkedTrips = 1024;
+
 using Holes = std::initializer_list<std::pair<const char*, std::string>>;
 
 // Fills the `{key}` holes of a template; braces around anything else are kept as text, and
@@ -276,6 +283,74 @@ class KernelPrinter {
 
   void loop(const Node* n, int loops) {
     std::string begin = ref(n->operand(0)), end = bound(n->operand(1)), step = bound(n->operand(2));
+    std::vector<ReductionVar> acc = chunkable_reduction(n);
+    if (!acc.empty()) {
+      chunked_loop(n, loops, begin, end, step, acc);
+      return;
+    }
+    loop_with_bounds(n, loops, begin, end, step);
+  }
+
+  // The accumulators of a loop printed in chunks (Dialect::chunk_loop_open): a reduction loop
+  // (+ or *) at the top of a one-thread kernel, with a positive constant step and more than a
+  // few iterations; empty for any other loop.
+  std::vector<ReductionVar> chunkable_reduction(const Node* n) const {
+    if (d_.chunk_loop_open.empty() || native_ || epilogue_ || k_->rank() != 0 || n->parent != k_) return {};
+    const Node* st = n->operand(2);
+    if (st->op != Op::constant || st->i() <= 0) return {};
+    const Node* b = n->operand(0);
+    const Node* e = n->operand(1);
+    if (b->op == Op::constant && e->op == Op::constant && e->i() - b->i() < kMinChunkedTrips) return {};
+    std::vector<ReductionVar> acc = reduction_vars(n);
+    for (const ReductionVar& r : acc)
+      if (r.op != Op::add && r.op != Op::mul) return {};
+    return acc;
+  }
+
+  // Loop n split into chunks of consecutive iterations: each chunk accumulates from the identity
+  // into its own copy of the accumulators (declared in the chunk, they shadow the kernel's), the
+  // chunks run in parallel, then the kernel's accumulators combine the partials in chunk order.
+  void chunked_loop(const Node* n, int loops, const std::string& begin, const std::string& end, const std::string& step,
+                    const std::vector<ReductionVar>& acc) {
+    const std::string id = std::to_string(next_value_++);
+    const std::string trips = "ember_t" + id, chunks = "ember_n" + id, per = "ember_q" + id, c = "ember_c" + id;
+    auto decl = [&](const std::string& name, const std::string& e) {
+      line(fill(d_.decl_const, {{"T", d_.index_type}, {"name", name}, {"e", e}}));
+    };
+    const std::string lo = "(int64_t)" + begin, hi = "(int64_t)" + end;
+    decl(trips, hi + " > " + lo + " ? (" + hi + " - " + lo + " + " + step + " - 1) / " + step + " : 0");
+    decl(chunks, trips + " < " + std::to_string(kReductionChunks) + " ? " + trips + " : " + std::to_string(kReductionChunks));
+    decl(per, chunks + " > 0 ? (" + trips + " + " + chunks + " - 1) / " + chunks + " : 0");
+    auto part = [&](size_t i) { return "ember_p" + id + "_" + std::to_string(i); };
+    for (size_t i = 0; i < acc.size(); ++i)
+      line(type(acc[i].var->dtype) + " " + part(i) + "[" + std::to_string(kReductionChunks) + "];");
+    line(fill(d_.chunk_loop_open, {{"c", c}, {"n", chunks}, {"trips", trips},
+                                   {"threshold", std::to_string(kParallelChunkedTrips)}}));
+    ++depth_;
+    for (const ReductionVar& r : acc) {
+      const DType t = r.var->dtype;
+      const uint32_t one = t == DType::f32 ? 0x3f800000u : 1u;
+      line(fill(d_.decl_var, {{"T", type(t)}, {"name", ref(r.var)}, {"e", literal(t, r.op == Op::mul ? one : 0u)}}));
+    }
+    const std::string from = "c" + id + "lo", to = "c" + id + "hi";
+    decl(from, lo + " + " + c + " * " + per + " * " + step);
+    decl(to, from + " + " + per + " * " + step + " < " + hi + " ? " + from + " + " + per + " * " + step + " : " + hi);
+    loop_with_bounds(n, loops, from, to, step);
+    for (size_t i = 0; i < acc.size(); ++i) line(part(i) + "[" + c + "] = " + ref(acc[i].var) + ";");
+    --depth_;
+    line(d_.block_close);
+    line("for (int64_t " + c + " = 0; " + c + " < " + chunks + "; ++" + c + ") {");
+    ++depth_;
+    for (size_t i = 0; i < acc.size(); ++i) {
+      const std::string& t = d_.expr[static_cast<int>(acc[i].op)][value_class(acc[i].var->dtype)];
+      line(fill(d_.assign, {{"name", ref(acc[i].var)}, {"e", fill(t, {{"0", ref(acc[i].var)}, {"1", part(i) + "[" + c + "]"}})}}));
+    }
+    --depth_;
+    line(d_.block_close);
+  }
+
+  void loop_with_bounds(const Node* n, int loops, const std::string& begin, const std::string& end,
+                        const std::string& step) {
     std::string name = "v" + std::to_string(next_value_++);
     names_[n] = name;
     const Node* s = n->operand(2);
@@ -862,10 +937,12 @@ class KernelPrinter {
       for (size_t i = 0; i < k_->params.size(); ++i) line(fill(d_.param_decl, {{"i", std::to_string(i)}, {"nmem", nmem}}));
       line(fill(d_.params_close, {{"nmem", nmem}}));
     }
-    out_ += group_decls_;
+    if (!d_.group_shared_in_kernel) out_ += group_decls_;
     line(fill(d_.kernel_open,
-              {{"name", symbol}, {"group", std::to_string(native_ ? group_threads() : int64_t{d_.group_size})}}));
+              {{"name", symbol}, {"group", std::to_string(native_ ? group_threads() : int64_t{d_.group_size})},
+               {"nmem", std::to_string(k_->memories.size())}, {"nparams", std::to_string(k_->params.size())}}));
     depth_ = 1;
+    if (d_.group_shared_in_kernel) line(group_decls_);
     for (size_t i = 0; i < k_->memories.size(); ++i)
       line(fill(d_.local_mem_decl, {{"i", std::to_string(i)}, {"T", d_.mem_type[dtype_slot(k_->memories[i]->dtype)]}}));
     for (size_t i = 0; i < k_->params.size(); ++i) {

@@ -92,6 +92,9 @@ struct Dialect {
   // group_mem_decl and group_mem_private.
   std::string group_threads_open;
   std::string group_shared_decl;
+  // group_shared_decl goes at the top of the kernel body instead of before kernel_open (a
+  // language whose kernels share one translation unit: names are then per kernel).
+  bool group_shared_in_kernel = false;
   std::string group_shared_zero;
   // A barrier after which storage-buffer writes made before it are visible to the group too
   // (used for barriers that such a write may precede; "" = `barrier`); {coherent} in
@@ -129,6 +132,11 @@ struct Dialect {
   // register tile, core/passes/tile_threads.h): iterations in order, so that the compiler
   // vectorizes across the accumulators instead of along the loop.
   std::string reduction_in_order;
+  // A one-thread kernel's top-level reduction loop (a full reduction to a scalar) split into at
+  // most kReductionChunks chunks that run in parallel, their partial results combined in chunk
+  // order (the same result for any number of threads): opens the loop over chunks {c} < {n},
+  // parallel when the loop has at least {threshold} iterations ({trips}). Empty: one thread.
+  std::string chunk_loop_open;
   std::string break_stmt = "break;";
   std::string continue_stmt = "continue;";
   std::string thread_exit;   // ends the current thread early (break/continue outside any loop)
@@ -140,7 +148,7 @@ struct Dialect {
   // param_decl per param ({i}), params_close; {nmem} is the number of memories. "": none.
   std::string params_open, param_decl, params_close;
   int group_size = 0;            // threads per workgroup, {group} in kernel_open (0: CPU)
-  std::string kernel_open;       // {name}
+  std::string kernel_open;       // {name}; also {nmem} {nparams}: the kernel's memory and param counts
   std::string local_mem_decl;    // per memory, inside the kernel: {i} {T}=mem_type
   std::string param_word;        // the 32-bit word of param {i}; bitcast[u32][dtype] applied
   std::string threads_open;      // opens the per-thread scope defining {tid}; {threshold}
@@ -187,5 +195,10 @@ constexpr int kGpuHeaderWords = 2;   // threads, row
 // `d3d11`: Shader Model 5.0 for D3D11/Unity (em.export): register(u<i>) buffers and the params
 // in `cbuffer EmberParams : register(b0)`, no vk:: attributes (backends/kernel_abi.h).
 const Dialect& hlsl_dialect(bool params_in_buffer = false, bool d3d11 = false);
+
+// CUDA C++ for NVRTC (codegen/dialect_cuda.cpp): every kernel `extern "C" __global__` taking one
+// EmberArgs<memories, params> by value (device pointers, int64 thread count, param words), run on
+// an exact 1-D grid of group_size-thread blocks (a grouped kernel: one block per group).
+const Dialect& cuda_dialect();
 
 }  // namespace ember

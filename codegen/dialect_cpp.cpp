@@ -208,6 +208,9 @@ Dialect make_cpp() {
   d.reduction_loop = "#pragma omp simd{clauses}";
   d.reduction_clause = " reduction({op}:{name})";
   d.reduction_in_order = " simdlen(1)";
+  d.chunk_loop_open =
+      "#pragma omp parallel for schedule(static) if ({trips} >= {threshold})\n"
+      "for (int64_t {c} = 0; {c} < {n}; ++{c}) {";
   d.thread_exit = "continue;";  // the per-thread scope is an OpenMP loop body
   d.kernel_open =
       "extern \"C\" void {name}(uint32_t* const* mem, const uint32_t* params, int64_t begin, int64_t end) {";

@@ -21,8 +21,8 @@ ExportTarget target_of(const std::string& name) {
   if (name == "hlsl") return {name, KernelApi::d3d11_hlsl, ".hlsl", ".hlsl"};
   if (name == "cpp") return {name, KernelApi::cpp, ".cpp", ".cpp"};
   if (name == "cuda")
-    throw BackendError("ember.export: target 'cuda' is not available yet: Ember has no CUDA dialect (use spirv, "
-                       "glsl, hlsl or cpp)");
+    throw BackendError("ember.export: target 'cuda' is not available yet: the manifest has no CUDA kernel "
+                       "interface (prog.source('cuda') prints the kernels; use spirv, glsl, hlsl or cpp)");
   throw BackendError("ember.export: unknown target '" + name + "' (expected spirv, glsl, hlsl or cpp)");
 }
 

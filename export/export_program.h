@@ -25,7 +25,7 @@ struct ExportResult {
 // Exports `traced` (a program as traced; it is cloned) for `target` ("spirv", "glsl", "hlsl",
 // "cpp"). `dims`: values the caller can give for symbolic dims (example arguments, --dim); they
 // are fixed only when the plan needs them (host math the manifest cannot express on a symbolic
-// dim). Throws BackendError for an unknown target or one without a dialect (cuda), CompileError
+// dim). Throws BackendError for an unknown target or one the manifest cannot bind (cuda), CompileError
 // for a program the manifest cannot express (naming the step and the user's line).
 ExportResult export_program(const Program& traced, const std::string& target,
                             const std::vector<std::pair<std::string, int64_t>>& dims = {});

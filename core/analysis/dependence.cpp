@@ -214,10 +214,11 @@ struct DependenceAnalysis::Impl {
 
   // The relation from an access's iteration space S[thread coordinates, loop counters] to the
   // memory's index space M[...]; empty when isl failed (the caller then assumes dependence).
-  // With `outer` (a host loop), its counter is one more iteration dimension, after the loops,
-  // and host values made inside it are unknown (they differ between its iterations).
+  // `carried`: a host loop around the access whose counter is the first loop dimension (after
+  // the thread's coordinates) instead of a parameter; host values computed inside it that are not
+  // affine in its counter are unknown (they may differ between iterations).
   Isl<isl_map> access_map(const MemAccess& x, const std::vector<Node*>& shape, Isl<isl_set>* domain_out = nullptr,
-                          const Node* outer = nullptr);
+                          const Node* carried = nullptr);
 
  private:
   // Builds expressions on the set space [S dims..., M dims...] of one access.
@@ -225,7 +226,7 @@ struct DependenceAnalysis::Impl {
     Isl<isl_space> space;
     const std::vector<Node*>* shape;
     std::vector<const Node*> loops;
-    const Node* outer = nullptr;  // a host loop whose counter is dimension rank + loops
+    const Node* carried = nullptr;
     std::unordered_map<const Node*, Isl<isl_pw_aff>> memo;
     int budget = kMaxExprNodes;
   };
@@ -254,7 +255,7 @@ Isl<isl_pw_aff> DependenceAnalysis::Impl::expr(Env& env, const Node* x) {
   // A host value: a parameter named after the node (the same node is the same value on both
   // sides of a query: both run after it, in one iteration of any host loop around them).
   auto param = [&] {
-    if (env.outer && x->inside(env.outer)) return Isl<isl_pw_aff>();  // differs between its iterations
+    if (env.carried && x->inside(env.carried)) return Isl<isl_pw_aff>();  // differs between iterations
     std::string name = "p" + std::to_string(x->id);
     isl_id* id = isl_id_alloc(ctx.get(), name.c_str(), const_cast<Node*>(x));
     isl_space* sp = isl_space_add_param_id(env.space.copy(), isl_id_copy(id));
@@ -267,8 +268,6 @@ Isl<isl_pw_aff> DependenceAnalysis::Impl::expr(Env& env, const Node* x) {
     r = constant(env, x->i());
   } else if (x->op == Op::index && is_coordinate(x, *env.shape, x->axis)) {
     r = var(env, x->axis);
-  } else if (x->op == Op::loop && x == env.outer) {
-    r = var(env, rank + static_cast<int>(env.loops.size()));
   } else if (x->op == Op::loop) {
     for (size_t j = 0; j < env.loops.size(); ++j)
       if (env.loops[j] == x) r = var(env, rank + static_cast<int>(j));
@@ -304,16 +303,19 @@ Isl<isl_pw_aff> DependenceAnalysis::Impl::expr(Env& env, const Node* x) {
 }
 
 Isl<isl_map> DependenceAnalysis::Impl::access_map(const MemAccess& x, const std::vector<Node*>& shape,
-                                                  Isl<isl_set>* domain_out, const Node* outer) {
+                                                  Isl<isl_set>* domain_out, const Node* carried) {
   const Node* mem = x.memory;
   const int rank = static_cast<int>(shape.size());
   const int mrank = mem->rank();
   Env env;
   env.shape = &shape;
   env.loops = enclosing_loops(x.node);
-  env.outer = outer;
+  if (carried) {
+    env.loops.insert(env.loops.begin(), carried);
+    env.carried = carried;
+  }
   const int loops = static_cast<int>(env.loops.size());
-  const int sdims = rank + loops + (outer ? 1 : 0);
+  const int sdims = rank + loops;
   env.space = Isl<isl_space>(isl_space_set_alloc(ctx.get(), 0, static_cast<unsigned>(sdims + mrank)));
   Isl<isl_set> dom(isl_set_universe(env.space.copy()));
   auto restrict = [&](isl_set* s) { dom = Isl<isl_set>(isl_set_intersect(dom.take(), s)); };
@@ -326,8 +328,8 @@ Isl<isl_map> DependenceAnalysis::Impl::access_map(const MemAccess& x, const std:
   }
   // Loops: b <= c < e for a positive constant step, e < c <= b for a negative one (the stride
   // itself is dropped: more counter values than run, an over-approximation).
-  for (int j = 0; j < loops + (outer ? 1 : 0); ++j) {
-    const Node* l = j < loops ? env.loops[static_cast<size_t>(j)] : outer;
+  for (int j = 0; j < loops; ++j) {
+    const Node* l = env.loops[static_cast<size_t>(j)];
     const Node* s = l->operand(2);
     if (s->op != Op::constant || s->i() == 0) continue;
     Isl<isl_pw_aff> b = expr(env, l->operand(0)), e = expr(env, l->operand(1));
@@ -498,9 +500,9 @@ bool DependenceAnalysis::carried(const Node* loop, const std::vector<const Acces
               if (!mx || !my) return dependent(DepWhy::Cause::unknown, true);
               Isl<isl_map> meet(isl_map_apply_range(mx.copy(), isl_map_reverse(my.copy())));
               if (!meet) return dependent(DepWhy::Cause::unknown, true);
-              // The counter is each side's last iteration dimension.
-              const unsigned dx = static_cast<unsigned>(isl_map_dim(meet.get(), isl_dim_in) - 1);
-              const unsigned dy = static_cast<unsigned>(isl_map_dim(meet.get(), isl_dim_out) - 1);
+              // The counter is each side's first loop dimension, after its thread's coordinates.
+              const auto dx = static_cast<unsigned>(groups[i]->shape().size());
+              const auto dy = static_cast<unsigned>(groups[j]->shape().size());
               Isl<isl_map> lt(isl_map_order_lt(meet.copy(), isl_dim_in, dx, isl_dim_out, dy));
               Isl<isl_map> gt(isl_map_order_gt(meet.copy(), isl_dim_in, dx, isl_dim_out, dy));
               if (!lt || !gt) return dependent(DepWhy::Cause::unknown, true);
@@ -519,6 +521,93 @@ bool DependenceAnalysis::carried(const Node* loop, const std::vector<const Acces
     }
   }
   return false;
+}
+
+bool DependenceAnalysis::loop_carries(const Node* loop, const std::vector<const AccessGroup*>& groups) {
+  int isl_pairs = 0;
+  for (size_t ga = 0; ga < groups.size(); ++ga) {
+    for (size_t gb = ga; gb < groups.size(); ++gb) {
+      const AccessGroup& a = *groups[ga];
+      const AccessGroup& b = *groups[gb];
+      for (const auto& [mem, am] : a.by_memory()) {
+        if (mem->inside(loop)) continue;  // allocated in the loop: each iteration's own
+        auto it = b.by_memory().find(mem);
+        if (it == b.by_memory().end() || (am.writes == 0 && it->second.writes == 0)) continue;
+        for (const MemAccess& x : am.all) {
+          for (const MemAccess& y : it->second.all) {
+            ++node_visit_counter();
+            if (!dependent_kinds(x, y, DepPairs::all)) continue;
+            ++stats_.pairs;
+            if (++isl_pairs > kMaxIslPairs) {
+              ++stats_.too_many;
+              return true;
+            }
+            ++stats_.isl;
+            if (!impl_) impl_ = std::make_unique<Impl>();
+            Isl<isl_map> mx = impl_->access_map(x, a.shape(), nullptr, loop);
+            Isl<isl_map> my = impl_->access_map(y, b.shape(), nullptr, loop);
+            if (!mx || !my) return true;
+            Isl<isl_map> meet(isl_map_apply_range(mx.take(), isl_map_reverse(my.take())));
+            if (!meet) return true;
+            // The counter is dimension rank(a) of x's space and rank(b) of y's.
+            const auto ta = static_cast<unsigned>(a.shape().size()), tb = static_cast<unsigned>(b.shape().size());
+            Isl<isl_map> lt(isl_map_order_lt(meet.copy(), isl_dim_in, ta, isl_dim_out, tb));
+            Isl<isl_map> gt(isl_map_order_gt(meet.copy(), isl_dim_in, ta, isl_dim_out, tb));
+            if (!lt || !gt || isl_map_is_empty(lt.get()) != isl_bool_true || isl_map_is_empty(gt.get()) != isl_bool_true)
+              return true;
+          }
+        }
+      }
+    }
+  }
+  return false;
+}
+
+namespace {
+MemAccess access_of(const Node* n) {
+  return {n, n->operand(0), n->op == Op::load ? AccessKind::read : AccessKind::write};
+}
+}  // namespace
+
+uint64_t DependenceAnalysis::ignored_axes(const Node* n, const std::vector<Node*>& shape) {
+  if (!is_access(n) || n->flat || shape.size() > 64) return 0;
+  ++stats_.isl;
+  if (!impl_) impl_ = std::make_unique<Impl>();
+  Isl<isl_map> m = impl_->access_map(access_of(n), shape);
+  if (!m || isl_map_is_single_valued(m.get()) != isl_bool_true) return 0;
+  // Pairs of instances that touch one element (a function: pairs with equal values).
+  Isl<isl_map> meet(isl_map_apply_range(m.copy(), isl_map_reverse(m.copy())));
+  Isl<isl_set> dom(isl_map_domain(m.copy()));
+  if (!meet || !dom) return 0;
+  const int sdims = static_cast<int>(isl_set_dim(dom.get(), isl_dim_set));
+  uint64_t out = 0;
+  for (int a = 0; a < static_cast<int>(shape.size()); ++a) {
+    // Every pair of instances equal except in coordinate a must meet.
+    isl_map* r = isl_map_from_domain_and_range(dom.copy(), dom.copy());
+    for (int d = 0; d < sdims; ++d)
+      if (d != a) r = isl_map_equate(r, isl_dim_in, static_cast<unsigned>(d), isl_dim_out, static_cast<unsigned>(d));
+    Isl<isl_map> same(r);
+    if (same && isl_map_is_subset(same.get(), meet.get()) == isl_bool_true) out |= uint64_t{1} << a;
+  }
+  return out;
+}
+
+bool DependenceAnalysis::injective_on(const Node* n, const std::vector<Node*>& shape, uint64_t axes) {
+  if (!is_access(n) || n->flat) return false;
+  ++stats_.isl;
+  if (!impl_) impl_ = std::make_unique<Impl>();
+  Isl<isl_map> m = impl_->access_map(access_of(n), shape);
+  if (!m) return false;
+  Isl<isl_map> meet(isl_map_apply_range(m.copy(), isl_map_reverse(m.copy())));
+  if (!meet) return false;
+  for (int d = 0; d < static_cast<int>(shape.size()) && d < 64; ++d) {
+    if (!(axes >> d & 1)) continue;
+    Isl<isl_map> lt(isl_map_order_lt(meet.copy(), isl_dim_in, static_cast<unsigned>(d), isl_dim_out, static_cast<unsigned>(d)));
+    Isl<isl_map> gt(isl_map_order_gt(meet.copy(), isl_dim_in, static_cast<unsigned>(d), isl_dim_out, static_cast<unsigned>(d)));
+    if (!lt || !gt || isl_map_is_empty(lt.get()) != isl_bool_true || isl_map_is_empty(gt.get()) != isl_bool_true)
+      return false;
+  }
+  return true;
 }
 
 bool DependenceAnalysis::own_element(const Node* n, const std::vector<Node*>& shape) {

@@ -128,6 +128,23 @@ class DependenceAnalysis {
   // for i in range, i % N, ...). at_own_element is the syntactic special case.
   bool own_element(const Node* n, const std::vector<Node*>& shape);
 
+  // Whether host loop `loop` carries a dependence among `groups` (the accesses of the kernels
+  // directly in its body, each with its own shape and lead 0): two accesses of one memory, one a
+  // write (updates of one kind commute), that may touch one element in different iterations.
+  // The counter is an iteration dimension here, not a parameter; memories allocated inside the
+  // loop are each iteration's own and never carry one. Used by parallelize_host_loops.
+  bool loop_carries(const Node* loop, const std::vector<const AccessGroup*>& groups);
+
+  // The thread axes (a bit each) that the element of access n (load/store/atomic, not flat, in a
+  // kernel of `shape`) does not depend on: isl shows its index map is a function (nothing
+  // over-approximated) whose value stays when only those coordinates change. 0 where it cannot.
+  uint64_t ignored_axes(const Node* n, const std::vector<Node*>& shape);
+
+  // Whether any two instances of access n (kernel of `shape`, loops around it included) that touch
+  // one element agree on every thread axis in `axes`: the index map is injective on them
+  // (A[2 * i + 1], a transpose, a shift). False where isl cannot show it.
+  bool injective_on(const Node* n, const std::vector<Node*>& shape, uint64_t axes);
+
   const DependenceStats& stats() const { return stats_; }
 
   struct Impl;

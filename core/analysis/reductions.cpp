@@ -1,6 +1,8 @@
 #include "core/analysis/reductions.h"
 
+#include <algorithm>
 #include <functional>
+#include <unordered_set>
 
 namespace ember {
 
@@ -23,6 +25,7 @@ bool reorderable(Op op, DType t) {
 
 std::vector<ReductionVar> reduction_vars(const Node* loop) {
   std::vector<ReductionVar> out;
+  std::unordered_set<const Node*> accumulation;  // the accumulating sets and their values
   bool ok = loop->op == Op::loop;
   each_inside(loop, [&](const Node* n) {
     if (!ok) return;
@@ -42,13 +45,21 @@ std::vector<ReductionVar> reduction_vars(const Node* loop) {
     bool shape_ok = n->parent == loop && (reorderable(value->op, v->dtype) || subtracts) && value->parent == loop;
     bool reads_acc = shape_ok && (value->operand(0) == v) != (value->operand(1) == v);
     if (!reads_acc) { ok = false; return; }
-    // The accumulator is used inside the loop by exactly this set and this op.
-    for (const Node* u : v->users)
-      if (u->inside(loop) && u != n && u != value) ok = false;
     for (const Node* u : value->users)
       if (u != n) ok = false;
-    if (ok) out.push_back({v, subtracts ? Op::add : value->op});
+    const Op op = subtracts ? Op::add : value->op;
+    // An accumulator may be accumulated several times per iteration (v += a; v += b), always
+    // with the same op.
+    auto same = std::find_if(out.begin(), out.end(), [&](const ReductionVar& r) { return r.var == v; });
+    if (same != out.end() && same->op != op) ok = false;
+    if (same == out.end()) out.push_back({v, op});
+    accumulation.insert(n);
+    accumulation.insert(value);
   });
+  // Inside the loop each accumulator is used by its accumulations alone.
+  for (const ReductionVar& r : out)
+    for (const Node* u : r.var->users)
+      if (u->inside(loop) && !accumulation.count(u)) ok = false;
   if (!ok) out.clear();
   return out;
 }

@@ -15,7 +15,8 @@ struct ReductionVar {
 
 // The accumulators of `loop` when it is a reduction loop; empty otherwise (also when it has no
 // accumulator). A reduction loop has no break/continue of its own, no memory writes, and no
-// var from outside that is read or written other than through its single accumulation.
+// var from outside that is read or written other than through its accumulations (one or more
+// per iteration, all with the same op). One entry per accumulator.
 std::vector<ReductionVar> reduction_vars(const Node* loop);
 
 }  // namespace ember

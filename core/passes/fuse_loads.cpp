@@ -22,6 +22,9 @@ constexpr int64_t kCheapRecomputeCost = 6;
 // Trailing constant dims up to this size are unrolled into registers (unroll_small_dims), so
 // they do not multiply the work.
 constexpr int64_t kUnrolledDim = 4;
+// The most loop work (ops times trips) a fusion may duplicate: work in loops of the producer that
+// the producer still does after the fusion (it stores other values computed from it).
+constexpr int64_t kMaxDuplicatedLoopCost = 64;
 
 // The non-trivial dims of a shape: dims of constant size 1, and a trailing dim the unroller
 // keeps in registers, do not count.
@@ -55,7 +58,9 @@ void dim_factors(Node* d, std::vector<Node*>& out) {
 // about once: the dims the load runs over (its kernel's dims, and the extents of the loops
 // around it) match dims of the producer, up to a constant factor of at most kMaxRepeat (so
 // reshapes, transposes, concats and repeats between them are fine).
-bool recomputes_each_element_once(const Node* load, const std::vector<Node*>& produced) {
+// Returns that factor (1 when each element is evaluated once), or 0 when the work may grow with a
+// dimension or exceeds kMaxRepeat.
+int64_t recompute_factor(const Node* load, const std::vector<Node*>& produced) {
   std::vector<Node*> have;
   for (Node* d : produced) dim_factors(d, have);
   std::vector<Node*> runs = work_dims(load->enclosing_kernel()->shape);
@@ -64,7 +69,7 @@ bool recomputes_each_element_once(const Node* load, const std::vector<Node*>& pr
     const Node* b = s->operand(0);
     const Node* st = s->operand(2);
     bool unit = b->op == Op::constant && b->i() == 0 && st->op == Op::constant && st->i() == 1;
-    if (!unit) return false;  // unknown extent: assume it repeats work
+    if (!unit) return 0;  // unknown extent: assume it repeats work
     int64_t trips = const_dim(s->operand(1));
     if (trips >= 1 && trips <= kUnrolledDim) continue;
     runs.push_back(s->operand(1));
@@ -93,12 +98,13 @@ bool recomputes_each_element_once(const Node* load, const std::vector<Node*>& pr
     }
     auto it = std::find_if(have.begin(), have.end(), [&](Node* h) { return same_dim(h, d); });
     if (it != have.end()) { have.erase(it); continue; }
-    if (const_dim(d) < 0) return false;  // a symbolic dim the producer does not have
+    if (const_dim(d) < 0) return 0;  // a symbolic dim the producer does not have
     run_const *= const_dim(d);
   }
   for (Node* h : have)
     if (const_dim(h) > 0) have_const *= const_dim(h);  // symbolic leftovers count as >= 1
-  return run_const <= have_const * kMaxRepeat;
+  if (run_const > have_const * kMaxRepeat) return 0;
+  return std::max<int64_t>(1, (run_const + have_const - 1) / have_const);
 }
 
 // The single store that fills buffer `buf` with a value over the whole buffer, or null.
@@ -142,6 +148,7 @@ class Cone {
     if (cost_ > limit_) return false;
     const size_t id = static_cast<size_t>(v->id);
     if (id < copies_.size() && copies_[id]) copied.emplace_back(v, c);
+    if (in_loop(v)) looped.emplace_back(v, c);
     for (Node* o : v->operands)
       if (!add(o)) return false;
     for (Node* s = v->parent; s != k_; s = s->parent)
@@ -167,8 +174,15 @@ class Cone {
   std::unordered_set<const Node*> reads;
   std::unordered_set<Node*> indices;  // k1's index nodes the cone uses
   std::vector<std::pair<Node*, int64_t>> copied;  // nodes of the cone earlier fusions made, with their cost
+  std::vector<std::pair<Node*, int64_t>> looped;  // nodes of the cone inside a loop of k1, with their cost
 
  private:
+  bool in_loop(const Node* n) const {
+    for (const Node* s = n->parent; s && s != k_; s = s->parent)
+      if (s->op == Op::loop) return true;
+    return false;
+  }
+
   // n's op cost times the trips of the loops around it inside the kernel.
   int64_t node_cost(const Node* n) const {
     int64_t c = op_info(n->op).cost;
@@ -191,18 +205,19 @@ class Cone {
   int64_t cost_ = 0;
 };
 
-// The cost of the cone's copies (nodes an earlier fusion made) that k1 still computes after
-// this fusion: all of them when the store stays (other loads of the buffer remain), else those
+// The cost of the `part` of the cone (its copies: nodes an earlier fusion made; or its looped
+// nodes) that k1 still computes after this fusion: all of them when the store stays (other loads of the buffer remain), else those
 // that something outside the cone needs. A recomputation is recomputed again only when that
 // duplicated part is cheap: each fusion is judged alone, so copies of copies that k1 keeps would
 // grow a chain (v_{k+1} = v_k + sin(u_k) unrolled: every step's kernel recomputed the dozens of
 // steps before it, up to the cost limit: kernels 20x larger and 10x slower), while a copy that
 // moves on (its only consumer takes it) duplicates nothing.
-int64_t duplicated_copy_cost(const Cone& cone, const Node* st, bool store_stays) {
+int64_t duplicated_cost(const Cone& cone, const std::vector<std::pair<Node*, int64_t>>& part, const Node* st,
+                        bool store_stays) {
   int64_t total = 0;
-  if (cone.copied.empty()) return 0;
+  if (part.empty()) return 0;
   if (store_stays) {
-    for (const auto& [n, c] : cone.copied) total += c;
+    for (const auto& [n, c] : part) total += c;
     return total;
   }
   std::unordered_set<const Node*> shared;
@@ -218,10 +233,20 @@ int64_t duplicated_copy_cost(const Cone& cone, const Node* st, bool store_stays)
   while (!work.empty()) {
     const Node* n = work.back();
     work.pop_back();
-    for (Node* o : n->operands)
-      if (cone.keep.count(o) && shared.insert(o).second) work.push_back(o);
+    auto need = [&](const Node* o) {
+      if (cone.keep.count(const_cast<Node*>(o)) && shared.insert(o).second) work.push_back(o);
+    };
+    // What computes n: its operands, the scopes around it, and a var's assignments (a shared
+    // accumulator keeps its whole loop).
+    for (Node* o : n->operands) need(o);
+    for (const Node* s = n->parent; s; s = s->parent) need(s);
+    if (n->op == Op::var)
+      for (Node* u : n->users) {
+        ++node_visit_counter();
+        if (u->op == Op::set && u->operand(0) == n) need(u);
+      }
   }
-  for (const auto& [n, c] : cone.copied)
+  for (const auto& [n, c] : part)
     if (shared.count(n)) total += c;
   return total;
 }
@@ -324,13 +349,22 @@ bool fuse_one(Program& p, Node* load, Positions& pos, LoadCounts& counts, std::v
   // stored anyway its other consumers load it too), or when the consumer sits in a host loop
   // the producer is outside of (the divergence of a fluid step inside its Jacobi loop). These
   // do not depend on the cone, so they set its cost limit before it is built.
-  bool cheap_only = !recomputes_each_element_once(load, buf->shape);
+  // A consumer that evaluates each element `factor` times (a [B, 3, 32] product reading a
+  // [B, 32] layer once per output: the layer's matmul three times over) may spend at most
+  // kMaxRecomputeCost on all of them together.
+  const int64_t factor = recompute_factor(load, buf->shape);
+  bool cheap_only = factor == 0;
   if (!cheap_only) cheap_only = counts.repeated(buf);
   for (Node* s = k2->parent; s && !cheap_only; s = s->parent)
     if (s->op == Op::loop && !k1->inside(s)) cheap_only = true;
-  Cone cone(k1, cheap_only ? kCheapRecomputeCost : kMaxRecomputeCost, copies);
+  const int64_t limit = cheap_only ? kCheapRecomputeCost : std::max(kCheapRecomputeCost, kMaxRecomputeCost / factor);
+  Cone cone(k1, limit, copies);
   if (!cone.add(v)) return false;
-  if (duplicated_copy_cost(cone, st, counts.total(buf) > 1) > kCheapRecomputeCost) return false;
+  const bool store_stays = counts.total(buf) > 1;
+  if (duplicated_cost(cone, cone.copied, st, store_stays) > kCheapRecomputeCost) return false;
+  // A loop (a matmul's or a reduction's) that k1 runs anyway is not run again per consumer: the
+  // consumer loads its result (a ReLU's mask beside the activation it also stores).
+  if (duplicated_cost(cone, cone.looped, st, store_stays) > kMaxDuplicatedLoopCost) return false;
   if (cone.reads.count(buf) || written_between(k1, load, cone.reads, pos)) return false;
   // Other threads of the consumer may write what the recomputation reads before it runs.
   bool consumer_writes = false;

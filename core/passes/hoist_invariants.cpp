@@ -55,6 +55,20 @@ bool hoist_kernel(Program& p, Node* k) {
       }
       c = next;
     }
+    // A loop whose only statement stores one value at one place (operands from outside it, vars
+    // included: nothing in the loop sets them) stores it once: a row kernel merged as a loop over
+    // columns all writing y[i] leaves such loops.
+    Node* st = loop->first_child;
+    if (loads_ok && st && !st->next && st->op == Op::store && loop->users.empty()) {
+      bool outside = true;
+      for (const Node* o : st->operands) outside &= o != loop && !o->inside(loop);
+      if (outside) {
+        p.unlink(st);
+        p.insert_before(loop, st);
+        p.erase(loop);
+        changed = true;
+      }
+    }
   }
   return changed;
 }

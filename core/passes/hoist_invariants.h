@@ -5,7 +5,9 @@
 // `omp simd` loop turned every read of X into a gather.
 // Moved: pure values, and loads of memories the kernel never writes when the loop runs at least
 // once (constant bounds) and has no break or continue (a load is never speculated). Only the
-// loop's own statements move, not those under an `if` in it; inner loops are done first.
+// loop's own statements move, not those under an `if` in it; inner loops are done first. A loop
+// (runs at least once, no jump) whose only statement is a store of an invariant value at an
+// invariant index becomes that one store.
 #pragma once
 #include "core/ir/node.h"
 

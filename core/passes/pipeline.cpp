@@ -21,6 +21,8 @@
 #include "core/passes/lower_group_barriers.h"
 #include "core/passes/lower_indexing.h"
 #include "core/passes/merge_kernels.h"
+#include "core/passes/parallelize_host_loops.h"
+#include "core/passes/reduce_atomics.h"
 #include "core/passes/share_reciprocals.h"
 #include "core/passes/simplify.h"
 #include "core/passes/split_host.h"
@@ -48,6 +50,8 @@ const std::vector<Step>& steps() {
       {{"cleanup", nullptr}, true},  // merges repeated loads so each is fused once
       {{"fuse_loads", fuse_loads}, false},
       {{"cleanup", nullptr}, true},
+      {{"reduce_atomics", reduce_atomics}, false},  // after fuse_loads: indices recomputed, not loaded
+      {{"parallelize_host_loops", parallelize_host_loops}, false},  // merge_kernels then joins the kernels both make
       {{"merge_kernels", merge_kernels}, false},
       {{"unroll_small_dims", unroll_small_dims}, false},
       {{"unroll_loops", unroll_loops}, false},

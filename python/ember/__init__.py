@@ -31,7 +31,7 @@ from ._autodiff import grad, jvp
 from ._program import Program, backend, compile, device_info, init
 from . import _random as random  # noqa: F401  (em.random; not in __all__: the stdlib has a random)
 from ._window import Window, WindowError
-from . import _dlpack  # noqa: F401  (em.Tensor.__dlpack__ and view_numpy: zero-copy views for NumPy, mpi4py)
+from ._dlpack import from_dlpack  # (and em.Tensor.__dlpack__ / view_numpy: zero-copy views for NumPy, PyTorch, mpi4py)
 from ._display import to_png  # (and em.Tensor._repr_png_ / _repr_html_ for Jupyter)
 from . import ui  # noqa: F401  (em.ui: immediate-mode widgets of the open window frame)
 from . import data, nn, optim  # noqa: F401  (em.data minibatches on the device, em.nn modules, em.optim)
@@ -44,7 +44,7 @@ __version__ = getattr(_ember, "__version__", "0.0.0")
 # bool, max, min, pow, round, sum, TypeError); use them as em.max etc.
 __all__ = [
     "BackendError", "CompileError", "Error", "InternalError", "ShapeError", "WindowError", "Window", "ui",
-    "DType", "TensorType", "f32", "i32", "u32", "Tensor", "tensor", "Value", "Var",
+    "DType", "TensorType", "f32", "i32", "u32", "Tensor", "tensor", "from_dlpack", "Value", "Var",
     "acos", "asin", "atan", "atan2", "bitcast", "broadcast_to", "cast", "ceil", "clamp",
     "cos", "cosh", "exp", "exp2", "floor", "fma", "frac", "indices", "isinf", "isnan", "lerp", "log", "log2",
     "mean", "prod", "rsqrt", "sign", "sin", "sinh", "smoothstep", "sqrt",

@@ -560,9 +560,9 @@ class Program:
     def source(self, lang=None):
         """source(lang=None) -> str
 
-        The generated kernel source: "cpp", "glsl" or "hlsl" (the current backend's language by default;
-        the GPU languages print one shader per kernel). It is the code that runs, readable: one kernel
-        per fused loop nest.
+        The generated kernel source: "cpp", "cuda", "glsl" or "hlsl" (the current backend's language by
+        default; the shader languages print one shader per kernel, cpp and cuda one translation unit).
+        It is the code that runs, readable: one kernel per fused loop nest.
 
         >>> @em.compile
         ... def saxpy(a: em.f32, x: em.f32["N"], y: em.f32["N"]):

@@ -1,7 +1,11 @@
 // Backends and devices: which backends this Ember has, whether one can run here (and why not),
 // what "auto" resolves to, and the device a backend runs on (em.device_info()).
 #include "backends/backend.h"
+#include "backends/cuda/cuda.h"
+#include "backends/cuda/cuda_memory.h"
+#include "backends/cuda/cuda_nvrtc.h"
 #include "bindings.h"
+#include "core/trace/tracer.h"
 #ifdef EMBER_WITH_OPENGL
 #include "backends/opengl/opengl.h"
 #endif
@@ -18,6 +22,32 @@ void bind_backends(py::module_& m) {
     py::gil_scoped_release nogil;
     return device_info(name);
   }, py::arg("name"), "The device the backend runs on, in words.");
+  // CUDA code generation and NVRTC, usable without a GPU (tests/python/test_cuda_codegen.py).
+  m.def("_nvrtc_built", &cuda::nvrtc_built, "Whether this Ember was built with NVRTC (EMBER_WITH_CUDA).");
+  m.def("_nvrtc_version", &cuda::nvrtc_version, "NVRTC's version, e.g. '13.0'.");
+  m.def("_nvrtc_archs", &cuda::nvrtc_archs, "The compute capabilities NVRTC targets (80 for sm_80).");
+  m.def("_nvrtc_compile", [](const std::string& source, const std::string& name, int arch, bool cubin) {
+    cuda::NvrtcResult r;
+    {
+      py::gil_scoped_release nogil;
+      r = cuda::nvrtc_compile(source, name, arch, cubin);
+    }
+    return py::make_tuple(py::bytes(r.image), r.log, r.ms);
+  }, py::arg("source"), py::arg("name"), py::arg("arch"), py::arg("cubin") = false,
+     "(PTX or CUBIN bytes, log, ms) of CUDA source compiled by NVRTC for compute capability `arch`.");
+  m.def("_cuda_kernels", [](Tracer& tracer) {
+    py::gil_scoped_release nogil;
+    return cuda::distinct_kernels(*cuda::lower(tracer.program()));
+  }, py::arg("tracer"), "[(symbol, text)]: the tracer's program lowered as the cuda backend does, its distinct "
+                        "kernels in the cuda dialect.");
+  m.def("_cuda_buffer_device", [](uintptr_t data) { return cuda::buffer_device(reinterpret_cast<const void*>(data)); },
+        py::arg("data"), "The CUDA device of a tensor's memory (its _data_ptr) when the cuda backend owns it, else -1.");
+  m.def("_cuda_synchronize", [] {
+    py::gil_scoped_release nogil;
+    cuda::synchronize_stream();
+  }, "Waits for the cuda backend's queued launches (before another library reads its memory).");
+  m.def("_cuda_translation_unit", &cuda::translation_unit, py::arg("kernel_texts"),
+        "One CUDA translation unit (header, prelude, the kernel texts).");
 #ifdef EMBER_WITH_OPENGL
   m.def("opengl_info", [] {
     const gl::Context* ctx = nullptr;

@@ -49,7 +49,7 @@ std::vector<DimSpec> dim_specs(const py::sequence& dims) {
       s.size = d.cast<int64_t>();
     } else {
       throw ember::TypeError("a dimension must be an int, a str or None, got " +
-                             std::string(py::str(d.get_type().attr("__name__"))));
+                             std::string(py::str(py::type::handle_of(d).attr("__name__"))));
     }
     out.push_back(s);
   }
@@ -81,7 +81,8 @@ std::vector<IndexItem> index_items(const py::sequence& items) {
     } else if (h.is(py::ellipsis())) {
       it.kind = IndexItem::ellipsis;
     } else {
-      throw ember::TypeError("unsupported index item of type " + std::string(py::str(h.get_type().attr("__name__"))));
+      throw ember::TypeError("unsupported index item of type " +
+                             std::string(py::str(py::type::handle_of(h).attr("__name__"))));
     }
     out.push_back(it);
   }

@@ -14,4 +14,5 @@ PYBIND11_MODULE(_ember, m) {
   ember::python::bind_window(m);
   ember::python::bind_export(m);
   ember::python::bind_log(m);
+  ember::python::bind_dlpack(m);
 }

@@ -22,7 +22,7 @@ import numpy as np
 from . import gen, grad as G
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-GPU = ("vulkan", "vulkan-hlsl", "opengl")
+GPU = ("vulkan", "vulkan-hlsl", "opengl", "cuda")  # GPU-class math tolerances
 STAGE_CONFIGS = (("cpu-pipeline", True, True), ("gpu-pipeline", False, False))
 SAFETY = 2.0
 NPDT = {"f32": np.float32, "i32": np.int32, "u32": np.uint32, "bool": np.bool_}

@@ -32,7 +32,7 @@ def _cpu_backend():
 
 # Backends a program test runs on: cpu always, the others where this machine has their device
 # (skipped with the reason otherwise). EMBER_TEST_BACKENDS=cpu,vulkan narrows the list.
-_BACKENDS = ("cpu", "vulkan", "vulkan-hlsl", "opengl")
+_BACKENDS = ("cpu", "vulkan", "vulkan-hlsl", "opengl", "cuda")
 _SELECTED = [b for b in os.environ.get("EMBER_TEST_BACKENDS", ",".join(_BACKENDS)).split(",") if b]
 
 

@@ -202,7 +202,7 @@ def test_golden(name, prog_name, target, tmp_path):
 
 
 def test_error_cuda_target(tmp_path):
-    with pytest.raises(em.BackendError, match="target 'cuda' is not available yet: Ember has no CUDA dialect"):
+    with pytest.raises(em.BackendError, match="target 'cuda' is not available yet: the manifest has no CUDA kernel"):
         em.export(example("nbody").step, tmp_path, "cuda")
 
 
@@ -241,7 +241,7 @@ def test_command_line(tmp_path):
     assert m["dims"][0]["value"] == 1024
     bad = subprocess.run([sys.executable, "-m", "ember", "export", f"{EXAMPLES / 'nbody.py'}:step", "--target", "cuda",
                           "--out", str(out)], capture_output=True, text=True, env=env)
-    assert bad.returncode == 1 and "BackendError" in bad.stderr and "no CUDA dialect" in bad.stderr
+    assert bad.returncode == 1 and "BackendError" in bad.stderr and "no CUDA kernel interface" in bad.stderr
 
 
 @pytest.mark.parametrize("name", ["nbody", "fluid", "bitonic", "block_sum"])

@@ -5,11 +5,12 @@ has the backends of the build tree and runs a program on each of them (cpu compi
 time: nothing it needs may be left in the source tree).
 
 CI time: the wheel is built with tools/build's flags (RelWithDebInfo, -Werror) in a directory next
-to the build directory (<build>-pip, kept between runs: a rerun rebuilds only what changed), through
-ccache with paths relative to the repository. A first build compiles all of Ember again (ccache did
-not reuse tools/build's objects when this was written: Ninja vs Makefiles builds missed), which is
-minutes on 2 cores, so the test runs only with EMBER_TEST_PIP=1 until that is bounded. pip's
-downloads are cached in <build>/pip-cache; without PyPI the test skips, saying so."""
+to the build directory (<build>-pip, kept between runs), through ccache with the build tree's
+compilers and generator, so every library object is a ccache hit from the tools/build build that
+ran before; only the module's 9 pybind11 files compile (pip's isolated build environment has a new
+path each run, so they recompile on every run). Measured idle (others paused), 2 cores, libraries
+up to date: 137 s in all, the wheel build 122 s of it, pip install 6.5 s. EMBER_TEST_PIP=0 skips it.
+pip's downloads are cached in <build>/pip-cache; without PyPI the test skips, saying so."""
 import json
 import os
 import shutil
@@ -75,15 +76,34 @@ def _pypi_reachable():
         return False
 
 
+def _cmake_cache(name):
+    """A value from the build tree's CMakeCache.txt (e.g. CMAKE_CXX_COMPILER), or None."""
+    cache = _BUILD / "CMakeCache.txt"
+    if cache.exists():
+        for line in cache.read_text().splitlines():
+            if line.startswith(name + ":"):
+                return line.split("=", 1)[1]
+    return None
+
+
 def _env(tmp):
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "EMBER_BUILD_DIR", "VIRTUAL_ENV")}
     env.update(PIP_CACHE_DIR=str(_BUILD / "pip-cache"), PIP_DISABLE_PIP_VERSION_CHECK="1",
                CMAKE_BUILD_PARALLEL_LEVEL=str(os.cpu_count() or 2), EMBER_CACHE_DIR=str(tmp / "cache"))
-    if shutil.which("ccache"):  # as tools/build sets it up
+    if shutil.which("ccache") and not env.get("CCACHE_DISABLE"):
+        # As tools/build sets it up, with the build tree's compilers and generator: ccache hashes the
+        # compiler's name (pip's build would pick g++ where tools/build's CMake picked c++), and the
+        # wheel's build directory sits next to the build tree, so every path relative to either
+        # (sources ../core/..., -I generated) reads the same and the libraries' objects hit.
         env.setdefault("CMAKE_C_COMPILER_LAUNCHER", "ccache")
         env.setdefault("CMAKE_CXX_COMPILER_LAUNCHER", "ccache")
         env.setdefault("CCACHE_BASEDIR", str(_REPO))
         env.setdefault("CCACHE_NOHASHDIR", "1")
+        for var, entry in (("CC", "CMAKE_C_COMPILER"), ("CXX", "CMAKE_CXX_COMPILER"),
+                           ("CMAKE_GENERATOR", "CMAKE_GENERATOR")):
+            value = _cmake_cache(entry)
+            if value:
+                env.setdefault(var, value)
     return env
 
 
@@ -94,8 +114,7 @@ def _run(cmd, env, cwd, timeout):
     return r, time.perf_counter() - t0
 
 
-@pytest.mark.skipif(os.environ.get("EMBER_TEST_PIP") != "1",
-                    reason="builds all of Ember a second time: EMBER_TEST_PIP=1 runs it (see the module doc)")
+@pytest.mark.skipif(os.environ.get("EMBER_TEST_PIP") == "0", reason="EMBER_TEST_PIP=0 (see the module doc)")
 def test_pip_wheel_installs_and_runs_every_backend(tmp_path):
     if not _pypi_reachable():
         pytest.skip("PyPI is not reachable: pip cannot get scikit-build-core, pybind11 and NumPy")

@@ -29,9 +29,9 @@ def test_init_backends():
     em.init("auto")
     assert em.backend() == "cpu"
     em.init(backend="cpu")
-    for name in ("cuda",):  # vulkan: tests/python/test_vulkan.py, opengl: tests/python/test_opengl.py
-        with pytest.raises(em.BackendError, match="not built"):
-            em.init(backend=name)
+    if em._ember.backend_unavailable("cuda"):  # cuda: not built, or no driver/device (test_cuda_codegen.py)
+        with pytest.raises(em.BackendError, match="not built|CUDA is not available"):
+            em.init(backend="cuda")
     with pytest.raises(em.BackendError, match="unknown backend"):
         em.init(backend="metal")
     assert em.backend() == "cpu"
