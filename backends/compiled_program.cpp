@@ -15,6 +15,7 @@
 #include "backends/compile_cache.h"
 #include "backends/plan_executor.h"
 #include "codegen/c_printer.h"
+#include "core/analysis/explain.h"
 #include "core/ir/printer.h"
 #include "core/ir/serialize.h"
 #include "core/ir/verifier.h"
@@ -315,6 +316,20 @@ std::string CompiledProgram::ir(const std::string& stage) const {
                 "; a pass run several times also as <name>#<run>, e.g. simplify#1)");
   }
   return it->second;
+}
+
+std::string CompiledProgram::explain() const {
+  if (!explanation_.empty()) return explanation_;
+  if (!traced_)
+    throw Error("explain(): " + prog_->name +
+                " was loaded from the program cache without its traced program; compile it again to explain it");
+  std::unique_ptr<Program> copy = clone_program(*traced_);
+  ExplainLog log;
+  PipelineOptions opt = options_;
+  opt.explain = &log;
+  run_pipeline(*copy, opt);
+  explanation_ = explain_text(*copy, log);
+  return explanation_;
 }
 
 std::string CompiledProgram::source(const std::string& lang) const {

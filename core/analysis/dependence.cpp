@@ -1,5 +1,8 @@
 #include "core/analysis/dependence.h"
 
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <utility>
 #include <string>
@@ -116,7 +119,41 @@ bool dependent_kinds(const MemAccess& x, const MemAccess& y, DepPairs pairs) {
   return true;
 }
 
+// EMBER_DEPENDENCE=syntactic: no isl (pairs the syntactic rule leaves open are dependent).
+bool syntactic_only() {
+  static const bool on = [] {
+    const char* e = std::getenv("EMBER_DEPENDENCE");
+    return e && std::strcmp(e, "syntactic") == 0;
+  }();
+  return on;
+}
+
+// Adds one query's time and pair counts to dependence_totals().
+class QueryTimer {
+ public:
+  explicit QueryTimer(const DependenceStats& s) : s_(s), start_(s), t0_(std::chrono::steady_clock::now()) {}
+  ~QueryTimer() {
+    DependenceTotals& t = dependence_totals();
+    ++t.queries;
+    t.ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0_).count();
+    t.pairs.pairs += s_.pairs - start_.pairs;
+    t.pairs.fast += s_.fast - start_.fast;
+    t.pairs.isl += s_.isl - start_.isl;
+    t.pairs.too_many += s_.too_many - start_.too_many;
+  }
+
+ private:
+  const DependenceStats& s_;
+  DependenceStats start_;
+  std::chrono::steady_clock::time_point t0_;
+};
+
 }  // namespace
+
+DependenceTotals& dependence_totals() {
+  static thread_local DependenceTotals t;
+  return t;
+}
 
 bool at_own_element(const Node* n, const Node* k) {
   const Node* mem = n->operand(0);
@@ -321,9 +358,13 @@ Isl<isl_map> DependenceAnalysis::Impl::access_map(const MemAccess& x, const std:
       if (n->mode == IndexMode::unsafe) { coord.assign(coord.size(), Isl<isl_pw_aff>()); break; }
       continue;
     }
+    // Only the iteration domain matters: pieces of min/max (a clamp written in the program) that
+    // no iteration reaches are dropped, so relations stay small (their pieces multiply).
+    f = Isl<isl_pw_aff>(isl_pw_aff_coalesce(isl_pw_aff_intersect_domain(f.take(), dom.copy())));
+    if (!f) continue;
     if (n->mode == IndexMode::clamp) {
       Isl<isl_pw_aff> hi(isl_pw_aff_sub(d.copy(), constant(env, 1).take()));
-      coord[a] = Isl<isl_pw_aff>(isl_pw_aff_min(isl_pw_aff_max(f.take(), zero().take()), hi.take()));
+      coord[a] = Isl<isl_pw_aff>(isl_pw_aff_coalesce(isl_pw_aff_min(isl_pw_aff_max(f.take(), zero().take()), hi.take())));
       continue;
     }
     // wrap and unsafe: the index itself where it is always in range.
@@ -351,7 +392,7 @@ Isl<isl_map> DependenceAnalysis::Impl::access_map(const MemAccess& x, const std:
     }
   }
   if (!acc) return {};
-  isl_map* m = isl_map_from_domain(acc.take());
+  isl_map* m = isl_map_from_domain(isl_set_coalesce(acc.take()));
   m = isl_map_move_dims(m, isl_dim_out, 0, isl_dim_in, static_cast<unsigned>(sdims), static_cast<unsigned>(mrank));
   m = isl_map_set_tuple_name(m, isl_dim_in, "S");
   m = isl_map_set_tuple_name(m, isl_dim_out, "M");
@@ -363,8 +404,9 @@ Isl<isl_map> DependenceAnalysis::Impl::access_map(const MemAccess& x, const std:
 DependenceAnalysis::DependenceAnalysis() = default;
 DependenceAnalysis::~DependenceAnalysis() = default;
 
-bool DependenceAnalysis::within_thread(const AccessGroup& a, const AccessGroup& b, DepPairs pairs) {
+bool DependenceAnalysis::within_thread(const AccessGroup& a, const AccessGroup& b, DepPairs pairs, DepWhy* why) {
   EMBER_INTERNAL_ASSERT(a.lead() == b.lead(), "within_thread: leads " << a.lead() << " and " << b.lead());
+  QueryTimer timer(stats_);
   const int lead = a.lead();
   int isl_pairs = 0;
   // Visit the memories of the smaller group and look each up in the other.
@@ -382,6 +424,10 @@ bool DependenceAnalysis::within_thread(const AccessGroup& a, const AccessGroup& 
       for (const MemAccess& y : ys) {
         ++node_visit_counter();
         if (!dependent_kinds(x, y, pairs)) continue;
+        auto dependent = [&](DepWhy::Cause cause) {
+          if (why) *why = DepWhy{cause, x, y};
+          return false;
+        };
         ++stats_.pairs;
         if (own_row(x, a.shape(), lead) && own_row(y, b.shape(), lead)) {
           ++stats_.fast;
@@ -389,11 +435,12 @@ bool DependenceAnalysis::within_thread(const AccessGroup& a, const AccessGroup& 
         }
         if (offsets_differ(x, a.shape(), y, b.shape(), lead)) {
           ++stats_.fast;
-          return false;
+          return dependent(DepWhy::Cause::crosses);
         }
+        if (syntactic_only()) return dependent(DepWhy::Cause::unknown);
         if (++isl_pairs > kMaxIslPairs) {
           ++stats_.too_many;
-          return false;
+          return dependent(DepWhy::Cause::too_many);
         }
         ++stats_.isl;
         auto get = [&](std::unordered_map<const MemAccess*, Isl<isl_map>>& cache, const MemAccess& m,
@@ -405,20 +452,75 @@ bool DependenceAnalysis::within_thread(const AccessGroup& a, const AccessGroup& 
         if (!impl_) impl_ = std::make_unique<Impl>();  // the isl context, made on first use
         const Isl<isl_map>& mx = get(maps_a, x, a.shape());
         const Isl<isl_map>& my = get(maps_b, y, b.shape());
-        if (!mx || !my) return false;
+        if (!mx || !my) return dependent(DepWhy::Cause::unknown);
         // Pairs of instances that touch one element: S_x -> S_y. None may differ in a lead coordinate.
-        Isl<isl_map> meet(isl_map_apply_range(mx.copy(), isl_map_reverse(my.copy())));
-        if (!meet) return false;
+        Isl<isl_map> meet(isl_map_coalesce(isl_map_apply_range(mx.copy(), isl_map_reverse(my.copy()))));
+        if (!meet) return dependent(DepWhy::Cause::unknown);
         for (int d = 0; d < lead; ++d) {
           Isl<isl_map> lt(isl_map_order_lt(meet.copy(), isl_dim_in, static_cast<unsigned>(d), isl_dim_out, static_cast<unsigned>(d)));
           Isl<isl_map> gt(isl_map_order_gt(meet.copy(), isl_dim_in, static_cast<unsigned>(d), isl_dim_out, static_cast<unsigned>(d)));
-          if (!lt || !gt || isl_map_is_empty(lt.get()) != isl_bool_true || isl_map_is_empty(gt.get()) != isl_bool_true)
-            return false;
+          if (!lt || !gt) return dependent(DepWhy::Cause::unknown);
+          if (isl_map_is_empty(lt.get()) != isl_bool_true || isl_map_is_empty(gt.get()) != isl_bool_true)
+            return dependent(DepWhy::Cause::crosses);
         }
       }
     }
   }
   return true;
+}
+
+bool DependenceAnalysis::carried(const Node* loop, const std::vector<const AccessGroup*>& groups, DepWhy* why) {
+  if (!impl_) impl_ = std::make_unique<Impl>();
+  int isl_pairs = 0;
+  std::unordered_map<const MemAccess*, Isl<isl_map>> maps;
+  auto map_of = [&](const MemAccess& m, const AccessGroup& g) -> const Isl<isl_map>& {
+    auto c = maps.find(&m);
+    if (c == maps.end()) c = maps.emplace(&m, impl_->access_map(m, g.shape(), nullptr, loop)).first;
+    return c->second;
+  };
+  // Pass 0 looks for a flow dependence (a write, then a read in a later iteration: the clearest
+  // reason to give), pass 1 for any.
+  for (int pass = 0; pass < 2; ++pass) {
+    for (size_t i = 0; i < groups.size(); ++i) {
+      for (size_t j = i; j < groups.size(); ++j) {
+        for (const auto& [mem, am] : groups[i]->by_memory()) {
+          auto it = groups[j]->by_memory().find(mem);
+          if (it == groups[j]->by_memory().end() || (am.writes == 0 && it->second.writes == 0)) continue;
+          if (mem->inside(loop)) continue;  // made afresh by each iteration
+          for (const MemAccess& x : am.all) {
+            for (const MemAccess& y : it->second.all) {
+              if (!dependent_kinds(x, y, pass == 0 ? DepPairs::flow_anti : DepPairs::all)) continue;
+              auto dependent = [&](DepWhy::Cause cause, bool x_first) {
+                if (why) *why = x_first ? DepWhy{cause, x, y} : DepWhy{cause, y, x};
+                return true;
+              };
+              if (++isl_pairs > kMaxIslPairs) return dependent(DepWhy::Cause::too_many, true);
+              const Isl<isl_map>& mx = map_of(x, *groups[i]);
+              const Isl<isl_map>& my = map_of(y, *groups[j]);
+              if (!mx || !my) return dependent(DepWhy::Cause::unknown, true);
+              Isl<isl_map> meet(isl_map_apply_range(mx.copy(), isl_map_reverse(my.copy())));
+              if (!meet) return dependent(DepWhy::Cause::unknown, true);
+              // The counter is each side's first loop dimension, after its thread's coordinates.
+              const auto dx = static_cast<unsigned>(groups[i]->shape().size());
+              const auto dy = static_cast<unsigned>(groups[j]->shape().size());
+              Isl<isl_map> lt(isl_map_order_lt(meet.copy(), isl_dim_in, dx, isl_dim_out, dy));
+              Isl<isl_map> gt(isl_map_order_gt(meet.copy(), isl_dim_in, dx, isl_dim_out, dy));
+              if (!lt || !gt) return dependent(DepWhy::Cause::unknown, true);
+              const bool x_writes = x.kind != AccessKind::read;
+              const bool x_then_y = isl_map_is_empty(lt.get()) != isl_bool_true;
+              const bool y_then_x = isl_map_is_empty(gt.get()) != isl_bool_true;
+              if (pass == 0) {  // only the order that makes it a flow dependence
+                if (x_writes ? x_then_y : y_then_x) return dependent(DepWhy::Cause::crosses, x_writes);
+                continue;
+              }
+              if (x_then_y || y_then_x) return dependent(DepWhy::Cause::crosses, x_then_y);
+            }
+          }
+        }
+      }
+    }
+  }
+  return false;
 }
 
 bool DependenceAnalysis::loop_carries(const Node* loop, const std::vector<const AccessGroup*>& groups) {
@@ -511,11 +613,13 @@ bool DependenceAnalysis::injective_on(const Node* n, const std::vector<Node*>& s
 bool DependenceAnalysis::own_element(const Node* n, const std::vector<Node*>& shape) {
   const Node* mem = n->operand(0);
   if (n->flat || !same_shape(mem->shape, shape)) return false;
+  QueryTimer timer(stats_);
   MemAccess x{n, mem, n->op == Op::load ? AccessKind::read : AccessKind::write};
   if (own_row(x, shape, static_cast<int>(shape.size()))) {
     ++stats_.fast;
     return true;
   }
+  if (syntactic_only()) return false;
   ++stats_.isl;
   if (!impl_) impl_ = std::make_unique<Impl>();
   Isl<isl_map> m = impl_->access_map(x, shape);

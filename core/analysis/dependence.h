@@ -77,6 +77,30 @@ struct DependenceStats {
   long too_many = 0;   // given up as dependent: more isl checks than one query allows
 };
 
+// Why a query answered "dependent" (prog.explain() prints it): the access pair it stopped at,
+// `first` running before `second` (the earlier group or the earlier host-loop iteration), and how.
+struct DepWhy {
+  enum class Cause : uint8_t {
+    crosses,   // the two accesses can meet at different threads (or iterations)
+    too_many,  // more pairs than one query checks: assumed dependent
+    unknown,   // isl could not build the relation: assumed dependent
+  };
+  Cause cause = Cause::unknown;
+  MemAccess first{nullptr, nullptr, AccessKind::read};
+  MemAccess second{nullptr, nullptr, AccessKind::read};
+};
+
+// Totals of every query on this thread since the last reset (run_pipeline resets them per compile
+// and prints them under EMBER_DEBUG=time): queries, the time spent in them, how pairs were
+// answered. EMBER_DEPENDENCE=syntactic answers every pair the syntactic rule cannot decide as
+// dependent, without isl (to measure what the analysis costs and gains).
+struct DependenceTotals {
+  long queries = 0;
+  double ms = 0;
+  DependenceStats pairs;
+};
+DependenceTotals& dependence_totals();
+
 class DependenceAnalysis {
  public:
   DependenceAnalysis();
@@ -88,7 +112,16 @@ class DependenceAnalysis {
   // a write; updates of one kind commute) relates instances in the same fused thread: equal
   // first `lead` coordinates (a's and b's leads must be equal). Two such groups may run in one
   // kernel, each thread running its part of a then its part of b.
-  bool within_thread(const AccessGroup& a, const AccessGroup& b, DepPairs pairs = DepPairs::all);
+  // `why`, when given, receives the pair that answered false (a's access first).
+  bool within_thread(const AccessGroup& a, const AccessGroup& b, DepPairs pairs = DepPairs::all,
+                     DepWhy* why = nullptr);
+
+  // Whether host loop `loop` carries a dependence: an access of one of `groups` (the kernels and
+  // host statements of its body, in program order) in one iteration meets one in another (flow,
+  // anti or output). Host values made inside the body count as unknown; memories made inside it
+  // are new in each iteration. `why` gets the pair,
+  // the earlier iteration's access first. Used by prog.explain() only.
+  bool carried(const Node* loop, const std::vector<const AccessGroup*>& groups, DepWhy* why = nullptr);
 
   // Whether access n of a kernel (or device scope) of shape `shape` touches exactly its thread's
   // element: the memory has that shape and isl proves the index map is the identity (clamp(i)

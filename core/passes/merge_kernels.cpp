@@ -4,6 +4,7 @@
 #include <unordered_set>
 
 #include "core/analysis/dependence.h"
+#include "core/analysis/explain.h"
 #include "core/ir/builder.h"
 #include "core/ir/shape.h"
 #include "core/passes/pass_util.h"
@@ -14,12 +15,16 @@ namespace {
 
 // Whether same-shaped kernels a and b may run as one: every dependence between them stays in one
 // thread (the dependence analysis decides).
-bool compatible(DependenceAnalysis& dep, Node* a, Node* b) {
+// `why` (prog.explain) receives the refusal when the shapes are the same.
+bool compatible(DependenceAnalysis& dep, Node* a, Node* b, std::string* why) {
   if (!same_shape(a->shape, b->shape)) return false;
   AccessGroup x(a->shape, a->rank()), y(b->shape, b->rank());
   x.add(a);
   y.add(b);
-  return dep.within_thread(x, y);
+  DepWhy w;
+  if (dep.within_thread(x, y, DepPairs::all, why ? &w : nullptr)) return true;
+  if (why) *why = dependence_text(w, kernel_ref(a), kernel_ref(b), "at another thread");
+  return false;
 }
 
 // ---- Row merges: a row kernel and a kernel over its rows' elements ----------------------------
@@ -42,25 +47,43 @@ bool has_loop(Node* k) {
   return found;
 }
 
-// Whether r is a row kernel of wide kernel w (see above) that may take w's body.
-bool row_mergeable(DependenceAnalysis& dep, Node* r, Node* w) {
+// Whether r is a row kernel of wide kernel w (see above) that may take w's body. `why`
+// (prog.explain) receives the refusal of a row pair; `r_first`: r runs before w.
+bool row_mergeable(DependenceAnalysis& dep, Node* r, Node* w, bool r_first, std::string* why) {
   if (!r->group.empty() || !w->group.empty() || w->rank() < 2) return false;
   const int lead = w->rank() - 1;
   const bool unit = r->rank() == lead + 1 && const_dim(r->shape.back()) == 1;
   if (r->rank() != lead && !unit) return false;
   for (int a = 0; a < lead; ++a)
     if (!same_dim(r->shape[static_cast<size_t>(a)], w->shape[static_cast<size_t>(a)])) return false;
-  if (has_loop(w)) return false;  // O(1) per element, so the merged thread's work stays r's order
+  if (has_loop(w)) {  // O(1) per element, so the merged thread's work stays r's order
+    if (why)
+      *why = kernel_ref(r_first ? w : r) + " stays apart from " + kernel_ref(r_first ? r : w) + ": " + kernel_ref(w) +
+             " loops in each thread, so row kernel " + kernel_ref(r) + " does not take it as a loop (cost model)";
+    return false;
+  }
   Node* t = w->shape.back();
   bool loops_over_t = false;
   walk_subtree(r, [&](Node* n) {
     loops_over_t |= n->op == Op::loop && same_dim(n->operand(1), t);
   });
-  if (!loops_over_t) return false;
+  if (!loops_over_t) {
+    if (why)
+      *why = kernel_ref(r_first ? w : r) + " stays apart from " + kernel_ref(r_first ? r : w) + ": row kernel " +
+             kernel_ref(r) + " has no loop over " + index_text(t) + ", so taking " + kernel_ref(w) +
+             "'s threads as one would cost parallelism (cost model)";
+    return false;
+  }
   AccessGroup x(r->shape, lead), y(w->shape, lead);
   x.add(r);
   y.add(w);
-  return dep.within_thread(x, y);
+  DepWhy d;
+  if (dep.within_thread(x, y, DepPairs::all, why ? &d : nullptr)) return true;
+  if (why) {
+    if (!r_first) std::swap(d.first, d.second);
+    *why = dependence_text(d, kernel_ref(r_first ? r : w), kernel_ref(r_first ? w : r), "in another row");
+  }
+  return false;
 }
 
 // Moves w's body into r as `loop t in [0, T)` (after r's body when w ran after r, else before),
@@ -132,6 +155,22 @@ void forward_stores(Program& p, Node* k) {
   }
 }
 
+// The prog.explain() line for adjacent kernels a and b that stay apart; `why`: the dependence or
+// cost-model refusal, when there was one.
+std::string refusal(const Node* a, const Node* b, const std::string& why) {
+  const std::string apart = kernel_ref(b) + " stays apart from " + kernel_ref(a) + ": ";
+  if (!a->group.empty() || !b->group.empty())
+    return apart + kernel_ref(a->group.empty() ? b : a) + " runs in workgroups (its barriers would span both)";
+  if (!why.empty()) return why;
+  auto shape = [](const Node* k) {
+    std::string s = "[";
+    for (size_t i = 0; i < k->shape.size(); ++i) s += (i ? ", " : "") + index_text(k->shape[i]);
+    return s + "]";
+  };
+  return apart + "different shapes, " + shape(b) + " and " + shape(a) +
+         (b->loc.known() ? " (line " + std::to_string(b->loc.line) + ")" : "");
+}
+
 }  // namespace
 
 bool merge_kernels(Program& p) {
@@ -148,12 +187,24 @@ bool merge_kernels(Program& p) {
     Node* next = k->next;
     auto movable = [](const Node* n) { return (has_flag(n->op, F_PURE) && !n->is_scope()) || n->op == Op::buffer; };
     while (next && next->op != Op::kernel && movable(next)) next = next->next;
+    const bool explain = explain_log() != nullptr;
+    if (next && next->op != Op::kernel && explain) {
+      for (Node* after = next->next; after; after = after->next)
+        if (after->op == Op::kernel) {
+          explain_separated(k, next, after);
+          break;
+        }
+    }
     if (!next || next->op != Op::kernel) continue;
     // Groups: barriers would cover the other kernel too.
-    const bool same = k->group.empty() && next->group.empty() && compatible(dep, k, next);
-    const bool row_first = !same && row_mergeable(dep, k, next);
-    const bool row_second = !same && !row_first && row_mergeable(dep, next, k);
-    if (!same && !row_first && !row_second) continue;
+    std::string why_same, why_first, why_second;
+    const bool same = k->group.empty() && next->group.empty() && compatible(dep, k, next, explain ? &why_same : nullptr);
+    const bool row_first = !same && row_mergeable(dep, k, next, true, explain ? &why_first : nullptr);
+    const bool row_second = !same && !row_first && row_mergeable(dep, next, k, false, explain ? &why_second : nullptr);
+    if (!same && !row_first && !row_second) {
+      if (explain) explain_pair(k, next, refusal(k, next, why_same + why_first + why_second));
+      continue;
+    }
     for (Node* h = k->next; h != next;) {
       Node* after = h->next;
       p.unlink(h);

@@ -1,5 +1,6 @@
 #include "core/passes/pass_util.h"
 
+#include "core/analysis/explain.h"
 #include "core/ir/shape.h"
 
 namespace ember {
@@ -86,6 +87,7 @@ Node* kernel_like(Builder& b, const Node* like, const Shape& shape) {
   const int id = k->index;
   copy_attrs(*k, *like);
   k->index = id;
+  explain_replaced(like, k);
   EMBER_INTERNAL_ASSERT(k->group.empty() || k->group.size() == shape.size(),
                         "kernel_like: group of rank " << k->group.size() << " for a shape of rank " << shape.size());
   return k;

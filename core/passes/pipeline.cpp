@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "core/analysis/dependence.h"
+#include "core/analysis/explain.h"
 #include "core/ir/printer.h"
 #include "core/ir/verifier.h"
 #include "core/passes/check_shapes.h"
@@ -99,9 +101,17 @@ double thread_cpu_ms() {
 
 std::vector<PassRecord> run_pipeline(Program& p, const PipelineOptions& opt) {
   std::vector<PassRecord> records;
+  // The explain log is set for this pipeline only (passes record into explain_log()).
+  struct LogScope {
+    ExplainLog* saved;
+    explicit LogScope(ExplainLog* l) : saved(explain_log()) { explain_log() = l; }
+    ~LogScope() { explain_log() = saved; }
+  } log_scope(opt.explain);
   const bool show_ir = debug_has("ir");
   const bool show_time = debug_has("time");
   bool kernels_formed = false;
+  dependence_totals() = {};
+  const auto pipeline_t0 = std::chrono::steady_clock::now();
   if (opt.stages) (*opt.stages)["traced"] = print_program(p);
   // Stages: a pass's IR under its name, and, for the cleanup passes that run many times, under
   // "<name>#<run>" (each run, with the pass it cleans up after), "<name>" being the last run.
@@ -124,6 +134,7 @@ std::vector<PassRecord> run_pipeline(Program& p, const PipelineOptions& opt) {
       (*opt.stages)[key] = print_program(p);
       context[key] = step_before;
     }
+    if (opt.explain && std::strcmp(pass.name, "forward_copies") == 0) explain_host_loops(p, *opt.explain);
     if (opt.after_pass) opt.after_pass(pass.name, p, changed, kernels_formed);
     return changed;
   };
@@ -139,6 +150,14 @@ std::vector<PassRecord> run_pipeline(Program& p, const PipelineOptions& opt) {
       for (const PassInfo& c : kCleanup) any |= run(c);
       if (!any) break;
     }
+  }
+  if (show_time) {
+    const DependenceTotals& d = dependence_totals();
+    std::fprintf(stderr,
+                 "ember: pipeline %.3f ms, of which dependence analysis %.3f ms: %ld queries, %ld access pairs "
+                 "(%ld syntactic, %ld isl, %ld over the limit)\n",
+                 std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - pipeline_t0).count(), d.ms,
+                 d.queries, d.pairs.pairs, d.pairs.fast, d.pairs.isl, d.pairs.too_many);
   }
   if (opt.stages) {
     std::map<std::string, std::string>& st = *opt.stages;

@@ -11,6 +11,8 @@
 
 namespace ember {
 
+struct ExplainLog;
+
 using PassFn = bool (*)(Program&);
 struct PassInfo {
   const char* name;
@@ -30,6 +32,9 @@ struct PipelineOptions {
   // several times (the cleanup simplify/cse/dce) is also kept per run as "<name>#<k>", and its
   // name alone shows the last run; both texts start with a comment naming the run.
   std::map<std::string, std::string>* stages = nullptr;
+  // If set, merge_kernels records why adjacent kernels stay apart, and after forward_copies the
+  // host loops are checked for dependences between iterations (core/analysis/explain.h; explain_text() reads it).
+  ExplainLog* explain = nullptr;
   bool lower_groups = false;           // run lower_group_barriers (a backend that runs a group per thread)
   bool tile_threads = false;           // run tile_threads (a backend that vectorizes a thread's lanes: CPU)
   // Called after every pass (the differential fuzzer interprets the program after those that

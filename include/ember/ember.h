@@ -79,6 +79,11 @@ class CompiledProgram {
   // than "final" are printed on first request, by running the pipeline again on a copy of the
   // traced program (printing after every pass would make compiling quadratic in program size).
   std::string ir(const std::string& stage = "final") const;
+  // Why the program has the kernels it has: one line per pair of adjacent kernels that stayed
+  // apart (the dependence in the user's terms, or the shape or cost-model reason) and per host
+  // loop with kernels that stays sequential (core/analysis/explain.h). Runs the pipeline again on
+  // a copy of the traced program on first request, recording the passes' decisions.
+  std::string explain() const;
   // Generated kernel source: "cpp", "glsl" or "hlsl" (the backend's own language as it compiles
   // it; the others as their default dialect prints the same lowered program).
   std::string source(const std::string& lang) const;
@@ -101,6 +106,7 @@ class CompiledProgram {
   std::unique_ptr<KernelRunner> runner_;
   std::unique_ptr<PlanExecutor> plan_;  // null: run() interprets the host level
   mutable std::map<std::string, std::string> stages_;  // filled by the first ir(stage)
+  mutable std::string explanation_;                    // filled by the first explain()
   ProgramStats stats_;
   std::string backend_name_;
 };

@@ -211,6 +211,7 @@ void bind_program(py::module_& m) {
       }, py::arg("args"), "Runs with tensors (em.Tensor) and scalar words (int) by position.")
       .def_property_readonly("kernel_count", &CompiledProgram::kernel_count)
       .def("ir", &CompiledProgram::ir, py::arg("stage") = "final")
+      .def("explain", &CompiledProgram::explain)
       .def("source", &CompiledProgram::source, py::arg("lang"))
       .def_property_readonly("stats", [](const CompiledProgram& cp) { return stats_dict(cp.stats()); })
       .def_property_readonly("backend_name", &CompiledProgram::backend_name)
