@@ -15,12 +15,12 @@ const std::string& source_line(const SourceLoc& loc) {
   static thread_local std::unordered_map<std::string, std::vector<std::string>> files;
   static const std::string none;
   if (!loc.known()) return none;
-  auto it = files.find(loc.file);
+  auto it = files.find(loc.file());
   if (it == files.end()) {
     std::vector<std::string> lines;
-    std::ifstream in(loc.file);
+    std::ifstream in(loc.file());
     for (std::string l; std::getline(in, l);) lines.push_back(l);
-    it = files.emplace(loc.file, std::move(lines)).first;
+    it = files.emplace(loc.file(), std::move(lines)).first;
   }
   const std::vector<std::string>& lines = it->second;
   return loc.line <= static_cast<int>(lines.size()) ? lines[static_cast<size_t>(loc.line - 1)] : none;
