@@ -175,15 +175,22 @@ class Cone {
   std::unordered_set<const Node*> reads;
   std::unordered_set<Node*> indices;  // k1's index nodes the cone uses
   std::vector<std::pair<Node*, int64_t>> copied;  // nodes of the cone earlier fusions made, with their cost
-  std::vector<std::pair<Node*, int64_t>> looped;  // nodes of the cone inside a loop of k1, with their cost
+  std::vector<std::pair<Node*, int64_t>> looped;  // nodes of the cone inside a long loop of k1, with their cost
 
- private:
+  // Inside a loop of k1 other than a short constant one (a 3-component dot product is unrolled
+  // into registers like a small dim: recomputing it is per-element work, not a matmul's loop).
   bool in_loop(const Node* n) const {
-    for (const Node* s = n->parent; s && s != k_; s = s->parent)
-      if (s->op == Op::loop) return true;
+    for (const Node* s = n->parent; s && s != k_; s = s->parent) {
+      if (s->op != Op::loop) continue;
+      const int64_t trips = const_dim(s->operand(1));
+      const Node* b = s->operand(0);
+      const bool short_loop = b->op == Op::constant && b->i() == 0 && trips >= 1 && trips <= kUnrolledDim;
+      if (!short_loop) return true;
+    }
     return false;
   }
 
+ private:
   // n's op cost times the trips of the loops around it inside the kernel.
   int64_t node_cost(const Node* n) const {
     int64_t c = op_info(n->op).cost;
@@ -238,13 +245,14 @@ int64_t duplicated_cost(const Cone& cone, const std::vector<std::pair<Node*, int
       if (cone.keep.count(const_cast<Node*>(o)) && shared.insert(o).second) work.push_back(o);
     };
     // What computes n: its operands, the scopes around it, and a var's assignments (a shared
-    // accumulator keeps its whole loop).
+    // accumulator keeps its whole loop, unless that loop is short and constant: then recomputing
+    // it is per-element work, as for in_loop).
     for (Node* o : n->operands) need(o);
     for (const Node* s = n->parent; s; s = s->parent) need(s);
     if (n->op == Op::var)
       for (Node* u : n->users) {
         ++node_visit_counter();
-        if (u->op == Op::set && u->operand(0) == n) need(u);
+        if (u->op == Op::set && u->operand(0) == n && cone.in_loop(u)) need(u);
       }
   }
   for (const auto& [n, c] : part)
