@@ -47,7 +47,9 @@ std::string none() { return ""; }
 const std::vector<BackendEntry>& backend_table() {
   static const std::vector<BackendEntry> table = {
       {"cpu", true, "", none, make_cpu_backend,
-       [] { return cpu_model() + " (" + std::to_string(std::thread::hardware_concurrency()) + " threads, C++/OpenMP)"; }},
+       [] {
+         return cpu_model() + " (" + std::to_string(std::thread::hardware_concurrency()) + " threads, C++/OpenMP)";
+       }},
 #ifdef EMBER_WITH_VULKAN
       {"vulkan", true, "", vk::unavailable_reason, [] { return vk::make_backend(vk::Language::glsl); },
        [] { return vk::context().description; }},

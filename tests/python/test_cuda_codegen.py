@@ -47,7 +47,7 @@ def _collect(programs, kernels, label):
     for name, prog in programs:
         for symbol, text in _C._cuda_kernels(_traced(prog)):
             assert text.startswith("// kernel ["), f"{label}.{name}: {text[:200]}"
-            assert f'extern "C" __global__ void __launch_bounds__(' in text and f") {symbol}(const EmberArgs<" in text
+            assert 'extern "C" __global__ void __launch_bounds__(' in text and f") {symbol}(const EmberArgs<" in text
             kernels.setdefault(symbol, text)
         n += 1
     return n
