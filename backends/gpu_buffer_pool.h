@@ -13,6 +13,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "core/interp/interp.h"
@@ -78,6 +79,11 @@ class GpuBufferPool {
                          " bytes)");
     std::shared_ptr<Buffer> b = acquire(bytes);
     if (zero) std::memset(b->mapped, 0, static_cast<size_t>(bytes));
+    return own(t, shape, std::move(b));
+  }
+
+  // A tensor of `shape` over the words of `b` (an acquired buffer), keeping `b` alive.
+  static HostTensor own(DType t, const std::vector<int64_t>& shape, std::shared_ptr<Buffer> b) {
     HostTensor h;
     h.dtype = t;
     h.shape = shape;

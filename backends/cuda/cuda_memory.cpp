@@ -9,6 +9,7 @@
 
 #ifdef EMBER_WITH_CUDA
 #include <algorithm>
+#include <utility>
 
 #include "backends/gpu_buffer_pool.h"
 
@@ -58,12 +59,7 @@ HostTensor device_tensor(DType t, const std::vector<int64_t>& shape, bool zero) 
     Context& c = context();
     check(c.d.MemsetD32Async(b->ptr, 0, static_cast<size_t>(std::max<int64_t>(n, 1)), c.stream), "cuMemsetD32Async");
   }
-  HostTensor h;
-  h.dtype = t;
-  h.shape = shape;
-  h.data = static_cast<uint32_t*>(b->mapped);
-  h.owner = std::shared_ptr<void>(b, b.get());
-  return h;
+  return GpuBufferPool<Buffer>::own(t, shape, std::move(b));
 }
 
 Buffer* find_buffer(const void* data) { return pool().find(data); }

@@ -55,6 +55,17 @@ void dim_factors(Node* d, std::vector<Node*>& out) {
   if (const_dim(d) != 1) out.push_back(d);
 }
 
+// A loop from 0 by 1 with a constant trip count of at most kUnrolledDim (a 3-component dot
+// product): unrolled into registers like a small dim, so work inside it is per-element work, not
+// a long loop's. recompute_factor and the cone's loop accounting share this one definition.
+bool short_constant_loop(const Node* loop) {
+  const Node* b = loop->operand(0);
+  const Node* st = loop->operand(2);
+  const int64_t trips = const_dim(loop->operand(1));
+  return b->op == Op::constant && b->i() == 0 && st->op == Op::constant && st->i() == 1 && trips >= 1 &&
+         trips <= kUnrolledDim;
+}
+
 // Whether recomputing at `load` evaluates each element of the producer (shape `produced`) at most
 // about once: the dims the load runs over (its kernel's dims, and the extents of the loops
 // around it) match dims of the producer, up to a constant factor of at most kMaxRepeat (so
@@ -67,12 +78,11 @@ int64_t recompute_factor(const Node* load, const std::vector<Node*>& produced) {
   std::vector<Node*> runs = work_dims(load->enclosing_kernel()->shape);
   for (const Node* s = load->parent; s && s->op != Op::kernel; s = s->parent) {
     if (s->op != Op::loop) continue;
+    if (short_constant_loop(s)) continue;
     const Node* b = s->operand(0);
     const Node* st = s->operand(2);
     bool unit = b->op == Op::constant && b->i() == 0 && st->op == Op::constant && st->i() == 1;
     if (!unit) return 0;  // unknown extent: assume it repeats work
-    int64_t trips = const_dim(s->operand(1));
-    if (trips >= 1 && trips <= kUnrolledDim) continue;
     runs.push_back(s->operand(1));
   }
   std::vector<Node*> run_factors;
@@ -181,11 +191,7 @@ class Cone {
   // into registers like a small dim: recomputing it is per-element work, not a matmul's loop).
   bool in_loop(const Node* n) const {
     for (const Node* s = n->parent; s && s != k_; s = s->parent) {
-      if (s->op != Op::loop) continue;
-      const int64_t trips = const_dim(s->operand(1));
-      const Node* b = s->operand(0);
-      const bool short_loop = b->op == Op::constant && b->i() == 0 && trips >= 1 && trips <= kUnrolledDim;
-      if (!short_loop) return true;
+      if (s->op == Op::loop && !short_constant_loop(s)) return true;
     }
     return false;
   }
