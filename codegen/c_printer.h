@@ -61,6 +61,10 @@ std::string generated_header(const Dialect& d, const std::string& what, const st
 // The readable listing of `p` (prog.source): the prelude, then each distinct kernel once, after
 // the comment naming the kernels that run it.
 std::string generate_kernels(const Program& p, const Dialect& d);
+// The prelude a unit of these kernel texts needs: d.prelude, and d.contraction_prelude when one
+// of them calls a packed contraction (ember_gemm::).
+std::string unit_prelude(const Dialect& d, const std::vector<const std::string*>& sources);
+
 // One translation unit of printed kernels: a header line, the prelude, each kernel's text. Only
 // kernel text goes in, so the same kernels give the same unit in any program.
 std::string join_kernels(const std::vector<const GeneratedKernel*>& kernels, const Dialect& d);

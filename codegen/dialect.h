@@ -29,6 +29,9 @@ inline int dtype_slot(DType t) { return static_cast<int>(t); }
 struct Dialect {
   std::string name;      // "cpp", "cuda", "glsl", "hlsl"
   std::string prelude;   // includes and helper functions, once per translation unit
+  // Added after the prelude only to units with a kernel that calls it (the cpp dialect's packed
+  // contractions, codegen/cpu_gemm.h): parsing it for every program slowed small compiles.
+  std::string contraction_prelude;
   std::string comment = "// ";
 
   // Types.

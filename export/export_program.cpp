@@ -56,7 +56,7 @@ std::string kernel_file(const HostPlan& plan, const PlanKernel& k, const ExportT
                      plan.program + ", exported by Ember " + EMBER_VERSION + " (target " + t.name +
                      "; bindings and parameters: manifest.json)\n";
   if (t.api == KernelApi::cpp) text += "#include \"" + plan.program + "_kernels.h\"\n";
-  text += d.prelude + "\n" + replace_all(g.source, g.symbol, k.name);
+  text += unit_prelude(d, {&g.source}) + "\n" + replace_all(g.source, g.symbol, k.name);
   return text;
 }
 

@@ -255,7 +255,8 @@ std::string build_facts() {
 }
 
 std::string kernel_key(const GeneratedKernel& k, const std::string& facts) {
-  return "cpuk-" + content_hash(cpp_dialect().prelude + '\0' + k.source + '\0' + facts);
+  const Dialect& d = cpp_dialect();
+  return "cpuk-" + content_hash(d.prelude + '\0' + d.contraction_prelude + '\0' + k.source + '\0' + facts);
 }
 
 std::string unit_key(const std::string& text, const std::string& facts) {

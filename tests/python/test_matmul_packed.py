@@ -118,3 +118,27 @@ def test_integer_matmul_is_not_packed(rng):
     b = rng.integers(-5, 5, (7, 20)).astype(np.int32)
     np.testing.assert_array_equal(mm(a, b).numpy(), a @ b)
     assert PACKED not in mm.source("cpp")
+
+
+def test_prelude_has_the_packed_products_only_where_a_kernel_uses_them(rng):
+    """The packed-product text (and <omp.h>) goes into a unit only when one of its kernels calls
+    it, and no unit parses <cmath> or <vector> (they were most of a small program's C++ compile):
+    an elementwise program with sqrt, floor and isnan still matches NumPy without them."""
+    @em.compile
+    def mm(a: em.f32["N", "K"], b: em.f32["K", "M"]):  # noqa: F821
+        return a @ b
+
+    @em.compile
+    def ew(x: em.f32["N"]):  # noqa: F821
+        y = em.sqrt(em.abs(x)) + em.floor(x * 3.0)
+        return em.where(em.isnan(y), 0.0, y)
+
+    a, b = (rng.uniform(-1, 1, (9, 9)).astype(np.float32) for _ in range(2))
+    x = rng.uniform(-4, 4, 1000).astype(np.float32)
+    np.testing.assert_allclose(mm(a, b).numpy(), a.astype(np.float64) @ b, rtol=1e-5, atol=1e-5)
+    want = np.sqrt(np.abs(x)) + np.floor(x * np.float32(3.0))
+    np.testing.assert_allclose(ew(x).numpy(), want, rtol=1e-6, atol=1e-6)
+    src_mm, src_ew = mm.source("cpp"), ew.source("cpp")
+    assert "namespace ember_gemm" in src_mm and "namespace ember_gemm" not in src_ew
+    for src in (src_mm, src_ew):
+        assert "#include <cmath>" not in src and "#include <vector>" not in src
