@@ -469,93 +469,79 @@ bool DependenceAnalysis::within_thread(const AccessGroup& a, const AccessGroup& 
   return true;
 }
 
-bool DependenceAnalysis::carried(const Node* loop, const std::vector<const AccessGroup*>& groups, DepWhy* why) {
-  if (!impl_) impl_ = std::make_unique<Impl>();
-  int isl_pairs = 0;
-  std::unordered_map<const MemAccess*, Isl<isl_map>> maps;
+bool DependenceAnalysis::loop_carries(const Node* loop, const std::vector<const AccessGroup*>& groups, DepWhy* why) {
+  QueryTimer timer(stats_);
+  std::unordered_map<const MemAccess*, Isl<isl_map>> maps;  // each access's relation, built once
   auto map_of = [&](const MemAccess& m, const AccessGroup& g) -> const Isl<isl_map>& {
     auto c = maps.find(&m);
-    if (c == maps.end()) c = maps.emplace(&m, impl_->access_map(m, g.shape(), nullptr, loop)).first;
+    if (c == maps.end()) {
+      if (!impl_) impl_ = std::make_unique<Impl>();  // the isl context, made on first use
+      c = maps.emplace(&m, impl_->access_map(m, g.shape(), nullptr, loop)).first;
+    }
     return c->second;
   };
-  // Pass 0 looks for a flow dependence (a write, then a read in a later iteration: the clearest
-  // reason to give), pass 1 for any.
-  for (int pass = 0; pass < 2; ++pass) {
-    for (size_t i = 0; i < groups.size(); ++i) {
-      for (size_t j = i; j < groups.size(); ++j) {
-        for (const auto& [mem, am] : groups[i]->by_memory()) {
-          auto it = groups[j]->by_memory().find(mem);
-          if (it == groups[j]->by_memory().end() || (am.writes == 0 && it->second.writes == 0)) continue;
-          if (mem->inside(loop)) continue;  // made afresh by each iteration
-          for (const MemAccess& x : am.all) {
-            for (const MemAccess& y : it->second.all) {
-              if (!dependent_kinds(x, y, pass == 0 ? DepPairs::flow_anti : DepPairs::all)) continue;
+  // With `why`, pass 0 first looks for a flow dependence (a write, then a read of it in a later
+  // iteration: the clearest reason to give) and gives up quietly at the pair limit; pass 1, the
+  // only one a compile runs, looks for any dependence with the limit of its own.
+  for (int pass = why ? 0 : 1; pass < 2; ++pass) {
+    const bool flow_only = pass == 0;
+    int isl_pairs = 0;
+    bool over_limit = false;
+    for (size_t ga = 0; ga < groups.size() && !over_limit; ++ga) {
+      for (size_t gb = ga; gb < groups.size() && !over_limit; ++gb) {
+        const AccessGroup& a = *groups[ga];
+        const AccessGroup& b = *groups[gb];
+        for (const auto& [mem, am] : a.by_memory()) {
+          if (mem->inside(loop)) continue;  // allocated in the loop: each iteration's own
+          auto it = b.by_memory().find(mem);
+          if (it == b.by_memory().end() || (am.writes == 0 && it->second.writes == 0)) continue;
+          const std::vector<MemAccess>& xs = am.all;
+          const std::vector<MemAccess>& ys = it->second.all;
+          for (size_t ix = 0; ix < xs.size(); ++ix) {
+            // Within one group, pass 1 checks both orders of a pair at once: (y, x) repeats (x, y).
+            for (size_t iy = ga == gb && !flow_only ? ix : 0; iy < ys.size(); ++iy) {
+              const MemAccess& x = xs[ix];
+              const MemAccess& y = ys[iy];
+              ++node_visit_counter();
+              if (!dependent_kinds(x, y, flow_only ? DepPairs::flow_anti : DepPairs::all)) continue;
               auto dependent = [&](DepWhy::Cause cause, bool x_first) {
                 if (why) *why = x_first ? DepWhy{cause, x, y} : DepWhy{cause, y, x};
                 return true;
               };
-              if (++isl_pairs > kMaxIslPairs) return dependent(DepWhy::Cause::too_many, true);
-              const Isl<isl_map>& mx = map_of(x, *groups[i]);
-              const Isl<isl_map>& my = map_of(y, *groups[j]);
+              ++stats_.pairs;
+              if (syntactic_only()) return dependent(DepWhy::Cause::unknown, true);
+              if (++isl_pairs > kMaxIslPairs) {
+                ++stats_.too_many;
+                if (flow_only) {
+                  over_limit = true;
+                  break;
+                }
+                return dependent(DepWhy::Cause::too_many, true);
+              }
+              ++stats_.isl;
+              const Isl<isl_map>& mx = map_of(x, a);
+              const Isl<isl_map>& my = map_of(y, b);
               if (!mx || !my) return dependent(DepWhy::Cause::unknown, true);
               Isl<isl_map> meet(isl_map_apply_range(mx.copy(), isl_map_reverse(my.copy())));
               if (!meet) return dependent(DepWhy::Cause::unknown, true);
               // The counter is each side's first loop dimension, after its thread's coordinates.
-              const auto dx = static_cast<unsigned>(groups[i]->shape().size());
-              const auto dy = static_cast<unsigned>(groups[j]->shape().size());
+              const auto dx = static_cast<unsigned>(a.shape().size());
+              const auto dy = static_cast<unsigned>(b.shape().size());
               Isl<isl_map> lt(isl_map_order_lt(meet.copy(), isl_dim_in, dx, isl_dim_out, dy));
               Isl<isl_map> gt(isl_map_order_gt(meet.copy(), isl_dim_in, dx, isl_dim_out, dy));
               if (!lt || !gt) return dependent(DepWhy::Cause::unknown, true);
-              const bool x_writes = x.kind != AccessKind::read;
               const bool x_then_y = isl_map_is_empty(lt.get()) != isl_bool_true;
               const bool y_then_x = isl_map_is_empty(gt.get()) != isl_bool_true;
-              if (pass == 0) {  // only the order that makes it a flow dependence
+              if (flow_only) {  // only the order that makes it a flow dependence
+                const bool x_writes = writes(x);
                 if (x_writes ? x_then_y : y_then_x) return dependent(DepWhy::Cause::crosses, x_writes);
                 continue;
               }
               if (x_then_y || y_then_x) return dependent(DepWhy::Cause::crosses, x_then_y);
             }
+            if (over_limit) break;
           }
-        }
-      }
-    }
-  }
-  return false;
-}
-
-bool DependenceAnalysis::loop_carries(const Node* loop, const std::vector<const AccessGroup*>& groups) {
-  int isl_pairs = 0;
-  for (size_t ga = 0; ga < groups.size(); ++ga) {
-    for (size_t gb = ga; gb < groups.size(); ++gb) {
-      const AccessGroup& a = *groups[ga];
-      const AccessGroup& b = *groups[gb];
-      for (const auto& [mem, am] : a.by_memory()) {
-        if (mem->inside(loop)) continue;  // allocated in the loop: each iteration's own
-        auto it = b.by_memory().find(mem);
-        if (it == b.by_memory().end() || (am.writes == 0 && it->second.writes == 0)) continue;
-        for (const MemAccess& x : am.all) {
-          for (const MemAccess& y : it->second.all) {
-            ++node_visit_counter();
-            if (!dependent_kinds(x, y, DepPairs::all)) continue;
-            ++stats_.pairs;
-            if (++isl_pairs > kMaxIslPairs) {
-              ++stats_.too_many;
-              return true;
-            }
-            ++stats_.isl;
-            if (!impl_) impl_ = std::make_unique<Impl>();
-            Isl<isl_map> mx = impl_->access_map(x, a.shape(), nullptr, loop);
-            Isl<isl_map> my = impl_->access_map(y, b.shape(), nullptr, loop);
-            if (!mx || !my) return true;
-            Isl<isl_map> meet(isl_map_apply_range(mx.take(), isl_map_reverse(my.take())));
-            if (!meet) return true;
-            // The counter is dimension rank(a) of x's space and rank(b) of y's.
-            const auto ta = static_cast<unsigned>(a.shape().size()), tb = static_cast<unsigned>(b.shape().size());
-            Isl<isl_map> lt(isl_map_order_lt(meet.copy(), isl_dim_in, ta, isl_dim_out, tb));
-            Isl<isl_map> gt(isl_map_order_gt(meet.copy(), isl_dim_in, ta, isl_dim_out, tb));
-            if (!lt || !gt || isl_map_is_empty(lt.get()) != isl_bool_true || isl_map_is_empty(gt.get()) != isl_bool_true)
-              return true;
-          }
+          if (over_limit) break;
         }
       }
     }
