@@ -3,7 +3,9 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <algorithm>
 #include <functional>
+#include <unordered_set>
 #include <utility>
 #include <string>
 
@@ -105,10 +107,150 @@ bool offsets_differ(const MemAccess& x, const std::vector<Node*>& xs, const MemA
   return false;
 }
 
+// The thread axes (a bit each, in *axes) that index expression x of an access in a thread of
+// `shape` may depend on, where x is built only from what the isl model turns into exact
+// expressions (constants, the thread's coordinates, counters of loops inside the thread, host
+// scalars, and + - neg, * by a constant, // and % by a positive constant, min, max): then the
+// element is a function of the coordinates it names, the counters and the host values. False
+// where x reads anything else (a load, a var, a cast, ...). Syntax only: no isl.
+bool index_axes(const Node* x, const std::vector<Node*>& shape, const std::vector<const Node*>& loops, uint64_t* axes,
+                int* budget) {
+  if (--*budget < 0 || x->dtype != DType::i32) return false;
+  auto const_operand = [&](int i) {
+    const Node* o = x->operand(i);
+    return o->op == Op::constant && o->dtype == DType::i32;
+  };
+  switch (x->op) {
+    case Op::constant: return true;
+    case Op::index:
+      if (!is_coordinate(x, shape, x->axis) || x->axis >= 64) return false;
+      *axes |= uint64_t{1} << x->axis;
+      return true;
+    case Op::loop:  // a counter of a loop around the access inside the thread, or a host loop's
+      return std::find(loops.begin(), loops.end(), x) != loops.end() || host_scalar(x);
+    case Op::add: case Op::sub: case Op::min: case Op::max: {
+      uint64_t a = 0;
+      if (index_axes(x->operand(0), shape, loops, &a, budget) && index_axes(x->operand(1), shape, loops, &a, budget)) {
+        *axes |= a;
+        return true;
+      }
+      return host_scalar(x);
+    }
+    case Op::neg: return index_axes(x->operand(0), shape, loops, axes, budget);
+    case Op::mul:
+      if (const_operand(0) || const_operand(1)) {
+        uint64_t a = 0;
+        if (index_axes(x->operand(const_operand(0) ? 1 : 0), shape, loops, &a, budget)) {
+          *axes |= a;
+          return true;
+        }
+      }
+      return host_scalar(x);
+    case Op::div: case Op::mod:
+      if (const_operand(1) && x->operand(1)->i() > 0) {
+        uint64_t a = 0;
+        if (index_axes(x->operand(0), shape, loops, &a, budget)) {
+          *axes |= a;
+          return true;
+        }
+      }
+      return host_scalar(x);
+    default: return host_scalar(x);
+  }
+}
+
 bool reads(const MemAccess& x) {
   return x.kind == AccessKind::read || (x.kind == AccessKind::write && x.node->op == Op::atomic);
 }
 bool writes(const MemAccess& x) { return x.kind != AccessKind::read; }
+
+// Whether access x of a group of `shape` writes every element of its memory in each dispatch:
+// the memory is shaped like the threads, each index is the thread's coordinate (or 0 on an axis
+// of size 1), and no loop of the thread repeats or skips it.
+bool covers_memory(const MemAccess& x, const std::vector<Node*>& shape) {
+  if (x.own || !writes(x) || !is_access(x.node) || x.node->flat) return false;
+  const int rank = static_cast<int>(shape.size());
+  if (x.memory->rank() != rank || !enclosing_loops(x.node).empty()) return false;
+  for (const Node* d : shape)
+    if (const_dim(d) == 0) return false;
+  return own_row(x, shape, rank);
+}
+
+// Whether access y of a group of `shape` runs at least once per dispatch in the model: a plain
+// access in no loop of its thread, over threads that may exist.
+bool runs_in_model(const MemAccess& y, const std::vector<Node*>& shape) {
+  if (y.own || !is_access(y.node) || !enclosing_loops(y.node).empty()) return false;
+  for (const Node* d : shape)
+    if (const_dim(d) == 0) return false;
+  return true;
+}
+
+// Whether host loop `loop` may run two iterations as the model sees it (the stride is dropped,
+// bounds that are not constants may take any value).
+bool may_repeat(const Node* loop) {
+  const Node *b = loop->operand(0), *e = loop->operand(1), *st = loop->operand(2);
+  if (b->op != Op::constant || e->op != Op::constant || st->op != Op::constant || st->i() == 0) return true;
+  const long trips_span = st->i() > 0 ? static_cast<long>(e->i()) - b->i() : static_cast<long>(b->i()) - e->i();
+  return trips_span >= 2;
+}
+
+enum class Syntax : uint8_t { yes, no, open };
+
+// injective_on by syntax, for an access that is not unsafe (clamp and wrap keep every index in
+// its axis, so two instances touch one element exactly when all their indices are equal):
+// - yes: each axis in `axes` is the whole index of some memory axis, in range (the coordinate on
+//   an axis at least as long; under wrap also plus a constant on an axis as long: a rotation);
+// - no: the indices are exact in the model and some axis a in `axes` collides: of at least two
+//   threads, it reaches only memory axes whose constant sizes multiply to fewer than its
+//   constant size (pigeonhole), or its only index is clamp(a + c), c != 0, on an axis as long
+//   (the last |c| + 1 threads clamp to one element; for some size, as isl's parameters are
+//   existential);
+// - open: isl decides.
+Syntax injective_by_syntax(const Node* n, const std::vector<Node*>& shape, uint64_t axes) {
+  const Node* mem = n->operand(0);
+  const int rank = static_cast<int>(shape.size());
+  const std::vector<const Node*> loops = enclosing_loops(n);
+  uint64_t pinned = 0;
+  std::vector<uint64_t> named(static_cast<size_t>(mem->rank()), 0);
+  bool exact = true;
+  for (int d = 0; d < mem->rank(); ++d) {
+    const Node* ix = n->operand(n->first_index_operand() + d);
+    const Node* md = mem->shape[static_cast<size_t>(d)];
+    for (int a = 0; a < rank && a < 64; ++a) {
+      const Node* td = shape[static_cast<size_t>(a)];
+      const bool as_long = same_dim(md, td) || (const_dim(md) >= 0 && const_dim(td) >= 0 && const_dim(td) <= const_dim(md));
+      long c = 0;
+      if ((is_coordinate(ix, shape, a) && as_long) ||
+          (n->mode == IndexMode::wrap && same_dim(md, td) && coordinate_offset(ix, shape, a, &c)))
+        pinned |= uint64_t{1} << a;
+    }
+    int budget = kMaxExprNodes;
+    exact = exact && index_axes(ix, shape, loops, &named[static_cast<size_t>(d)], &budget);
+  }
+  if ((axes & ~pinned) == 0) return Syntax::yes;
+  if (!exact) return Syntax::open;
+  for (int a = 0; a < rank && a < 64; ++a) {
+    if (!(axes >> a & 1)) continue;
+    const Node* td = shape[static_cast<size_t>(a)];
+    int64_t reach = 1;  // product of the constant sizes of the memory axes a reaches
+    int only = -1, count = 0;
+    for (int d = 0; d < mem->rank() && reach >= 0; ++d) {
+      if (!(named[static_cast<size_t>(d)] >> a & 1)) continue;
+      ++count;
+      only = d;
+      const int64_t m = const_dim(mem->shape[static_cast<size_t>(d)]);
+      reach = m < 0 || m > (int64_t{1} << 40) ? -1 : reach * m;
+    }
+    if (const_dim(td) >= 2 && reach >= 0 && reach < const_dim(td)) return Syntax::no;
+    long c = 0;
+    if (count == 1 && n->mode == IndexMode::clamp && same_dim(mem->shape[static_cast<size_t>(only)], td) &&
+        coordinate_offset(n->operand(n->first_index_operand() + only), shape, a, &c) && c != 0 &&
+        (const_dim(td) < 0 || const_dim(td) >= std::abs(c) + 1))
+      return Syntax::no;
+  }
+  return Syntax::open;
+}
+
 
 // Whether accesses x and y of one memory are ordered by a dependence of the kind asked for.
 bool dependent_kinds(const MemAccess& x, const MemAccess& y, DepPairs pairs) {
@@ -220,7 +362,15 @@ struct DependenceAnalysis::Impl {
   Isl<isl_map> access_map(const MemAccess& x, const std::vector<Node*>& shape, Isl<isl_set>* domain_out = nullptr,
                           const Node* carried = nullptr);
 
+  // access_map, kept for the life of this analysis (one pass run) under a key that spells out
+  // everything access_map reads (the index expressions node by node, the modes, the memory's
+  // dims, the thread shape, the loops around the access and their bounds, `carried`): an access
+  // the pass has since edited gets a new key, and accesses with equal keys share one relation.
+  const Isl<isl_map>& cached_map(const MemAccess& x, const std::vector<Node*>& shape, const Node* carried = nullptr);
+  long built = 0, reused = 0;
+
  private:
+  std::unordered_map<std::string, Isl<isl_map>> maps_;
   // Builds expressions on the set space [S dims..., M dims...] of one access.
   struct Env {
     Isl<isl_space> space;
@@ -399,6 +549,80 @@ Isl<isl_map> DependenceAnalysis::Impl::access_map(const MemAccess& x, const std:
   return Isl<isl_map>(m);
 }
 
+namespace {
+
+// Appends to `out` what access_map reads of expression x (see cached_map).
+void key_of(const Node* x, const std::vector<Node*>& shape, const std::vector<const Node*>& loops, const Node* carried,
+            std::unordered_set<const Node*>& seen, std::string& out) {
+  out += std::to_string(x->id);
+  if (!seen.insert(x).second) {
+    out += ';';
+    return;
+  }
+  out += ':' + std::to_string(static_cast<int>(x->op)) + ',' + std::to_string(static_cast<int>(x->dtype));
+  if (x->dtype != DType::i32) {
+    out += ';';
+    return;
+  }
+  if (x->op == Op::constant) out += '=' + std::to_string(x->i());
+  if (x->op == Op::index) out += is_coordinate(x, shape, x->axis) ? 't' + std::to_string(x->axis) : std::string("?");
+  if (x->op == Op::loop) {
+    auto it = std::find(loops.begin(), loops.end(), x);
+    out += it == loops.end() ? std::string("h") : 'c' + std::to_string(it - loops.begin());
+  }
+  if (host_scalar(x)) out += carried && x->inside(carried) ? "Hc" : "H";
+  switch (x->op) {
+    case Op::add: case Op::sub: case Op::min: case Op::max: case Op::neg: case Op::mul: case Op::div: case Op::mod:
+      out += '(';
+      for (const Node* o : x->operands) {
+        key_of(o, shape, loops, carried, seen, out);
+        out += ' ';
+      }
+      out += ')';
+      break;
+    default: break;
+  }
+  out += ';';
+}
+
+}  // namespace
+
+const Isl<isl_map>& DependenceAnalysis::Impl::cached_map(const MemAccess& x, const std::vector<Node*>& shape,
+                                                        const Node* carried) {
+  std::vector<const Node*> loops = enclosing_loops(x.node);
+  if (carried) loops.insert(loops.begin(), carried);
+  std::unordered_set<const Node*> seen;
+  std::string key = carried ? "C" + std::to_string(carried->id) : std::string("-");
+  const Node* n = x.node;
+  const bool whole = !x.own && (!is_access(n) || n->flat);
+  key += x.own ? "o" : whole ? "w" : "i" + std::to_string(static_cast<int>(n->mode));
+  key += "|S";
+  for (const Node* d : shape) key_of(d, shape, loops, carried, seen, key);
+  key += "|L";
+  for (const Node* l : loops) {
+    key += std::to_string(l->id) + '[';
+    for (int i = 0; i < 3; ++i) key_of(l->operand(i), shape, loops, carried, seen, key);
+    key += ']';
+  }
+  key += "|M";
+  for (size_t a = 0; a < x.memory->shape.size(); ++a) {
+    const Node* d = x.memory->shape[a];
+    key_of(d, shape, loops, carried, seen, key);
+    if (x.own) key += a < shape.size() && same_dim(d, shape[a]) ? "=" : "!";
+  }
+  if (!x.own && !whole) {
+    key += "|I";
+    for (int i = n->first_index_operand(); i < n->num_operands(); ++i) key_of(n->operand(i), shape, loops, carried, seen, key);
+  }
+  auto it = maps_.find(key);
+  if (it != maps_.end()) {
+    ++reused;
+    return it->second;
+  }
+  ++built;
+  return maps_.emplace(std::move(key), access_map(x, shape, nullptr, carried)).first->second;
+}
+
 // ---- Queries ----------------------------------------------------------------------------------
 
 DependenceAnalysis::DependenceAnalysis() = default;
@@ -418,8 +642,6 @@ bool DependenceAnalysis::within_thread(const AccessGroup& a, const AccessGroup& 
     if (it == large.by_memory().end() || (sm.writes == 0 && it->second.writes == 0)) continue;
     const std::vector<MemAccess>& xs = a_small ? sm.all : it->second.all;
     const std::vector<MemAccess>& ys = a_small ? it->second.all : sm.all;
-    std::unordered_map<const MemAccess*, Isl<isl_map>> maps_a;
-    std::unordered_map<const MemAccess*, Isl<isl_map>> maps_b;
     for (const MemAccess& x : xs) {
       for (const MemAccess& y : ys) {
         ++node_visit_counter();
@@ -443,15 +665,9 @@ bool DependenceAnalysis::within_thread(const AccessGroup& a, const AccessGroup& 
           return dependent(DepWhy::Cause::too_many);
         }
         ++stats_.isl;
-        auto get = [&](std::unordered_map<const MemAccess*, Isl<isl_map>>& cache, const MemAccess& m,
-                       const std::vector<Node*>& shape) -> const Isl<isl_map>& {
-          auto c = cache.find(&m);
-          if (c == cache.end()) c = cache.emplace(&m, impl_->access_map(m, shape)).first;
-          return c->second;
-        };
         if (!impl_) impl_ = std::make_unique<Impl>();  // the isl context, made on first use
-        const Isl<isl_map>& mx = get(maps_a, x, a.shape());
-        const Isl<isl_map>& my = get(maps_b, y, b.shape());
+        const Isl<isl_map>& mx = impl_->cached_map(x, a.shape());
+        const Isl<isl_map>& my = impl_->cached_map(y, b.shape());
         if (!mx || !my) return dependent(DepWhy::Cause::unknown);
         // Pairs of instances that touch one element: S_x -> S_y. None may differ in a lead coordinate.
         Isl<isl_map> meet(isl_map_coalesce(isl_map_apply_range(mx.copy(), isl_map_reverse(my.copy()))));
@@ -471,14 +687,9 @@ bool DependenceAnalysis::within_thread(const AccessGroup& a, const AccessGroup& 
 
 bool DependenceAnalysis::loop_carries(const Node* loop, const std::vector<const AccessGroup*>& groups, DepWhy* why) {
   QueryTimer timer(stats_);
-  std::unordered_map<const MemAccess*, Isl<isl_map>> maps;  // each access's relation, built once
   auto map_of = [&](const MemAccess& m, const AccessGroup& g) -> const Isl<isl_map>& {
-    auto c = maps.find(&m);
-    if (c == maps.end()) {
-      if (!impl_) impl_ = std::make_unique<Impl>();  // the isl context, made on first use
-      c = maps.emplace(&m, impl_->access_map(m, g.shape(), nullptr, loop)).first;
-    }
-    return c->second;
+    if (!impl_) impl_ = std::make_unique<Impl>();  // the isl context, made on first use
+    return impl_->cached_map(m, g.shape(), loop);
   };
   // With `why`, pass 0 first looks for a flow dependence (a write, then a read of it in a later
   // iteration: the clearest reason to give) and gives up quietly at the pair limit; pass 1, the
@@ -509,6 +720,18 @@ bool DependenceAnalysis::loop_carries(const Node* loop, const std::vector<const 
                 return true;
               };
               ++stats_.pairs;
+              // By syntax: one side writes its whole memory in every iteration and the other
+              // touches some element of it in another iteration (flow-first: the writer first).
+              if (may_repeat(loop)) {
+                if (covers_memory(x, a.shape()) && runs_in_model(y, b.shape()) && (!flow_only || reads(y))) {
+                  ++stats_.fast;
+                  return dependent(DepWhy::Cause::crosses, true);
+                }
+                if (covers_memory(y, b.shape()) && runs_in_model(x, a.shape()) && (!flow_only || reads(x))) {
+                  ++stats_.fast;
+                  return dependent(DepWhy::Cause::crosses, false);
+                }
+              }
               if (syntactic_only()) return dependent(DepWhy::Cause::unknown, true);
               if (++isl_pairs > kMaxIslPairs) {
                 ++stats_.too_many;
@@ -557,32 +780,41 @@ MemAccess access_of(const Node* n) {
 
 uint64_t DependenceAnalysis::ignored_axes(const Node* n, const std::vector<Node*>& shape) {
   if (!is_access(n) || n->flat || shape.size() > 64) return 0;
-  ++stats_.isl;
-  if (!impl_) impl_ = std::make_unique<Impl>();
-  Isl<isl_map> m = impl_->access_map(access_of(n), shape);
-  if (!m || isl_map_is_single_valued(m.get()) != isl_bool_true) return 0;
-  // Pairs of instances that touch one element (a function: pairs with equal values).
-  Isl<isl_map> meet(isl_map_apply_range(m.copy(), isl_map_reverse(m.copy())));
-  Isl<isl_set> dom(isl_map_domain(m.copy()));
-  if (!meet || !dom) return 0;
-  const int sdims = static_cast<int>(isl_set_dim(dom.get(), isl_dim_set));
-  uint64_t out = 0;
-  for (int a = 0; a < static_cast<int>(shape.size()); ++a) {
-    // Every pair of instances equal except in coordinate a must meet.
-    isl_map* r = isl_map_from_domain_and_range(dom.copy(), dom.copy());
-    for (int d = 0; d < sdims; ++d)
-      if (d != a) r = isl_map_equate(r, isl_dim_in, static_cast<unsigned>(d), isl_dim_out, static_cast<unsigned>(d));
-    Isl<isl_map> same(r);
-    if (same && isl_map_is_subset(same.get(), meet.get()) == isl_bool_true) out |= uint64_t{1} << a;
+  QueryTimer timer(stats_);
+  ++stats_.fast;
+  // By syntax: when every index is exact in the model, the element is a function of the
+  // coordinates the indices name (an axis of constant size 1 is always 0 under clamp and wrap,
+  // whatever its index), so the other axes are ignored. An index the model over-approximates
+  // would make the relation not single-valued (any element of an axis): none then. isl finds
+  // more only for indices that name a coordinate they do not depend on (i * 0, i - i), which
+  // simplify folds first.
+  const Node* mem = n->operand(0);
+  const std::vector<const Node*> loops = enclosing_loops(n);
+  uint64_t named = 0;
+  for (int a = 0; a < mem->rank(); ++a) {
+    if (const_dim(mem->shape[static_cast<size_t>(a)]) == 1 && n->mode != IndexMode::unsafe) continue;
+    int budget = kMaxExprNodes;
+    if (!index_axes(n->operand(n->first_index_operand() + a), shape, loops, &named, &budget)) return 0;
   }
-  return out;
+  const uint64_t every = shape.size() == 64 ? ~uint64_t{0} : (uint64_t{1} << shape.size()) - 1;
+  return every & ~named;
 }
 
 bool DependenceAnalysis::injective_on(const Node* n, const std::vector<Node*>& shape, uint64_t axes) {
   if (!is_access(n) || n->flat) return false;
+  QueryTimer timer(stats_);
+  if (n->mode != IndexMode::unsafe) {  // every index lands in its axis: an element is its indices
+    ++stats_.fast;
+    switch (injective_by_syntax(n, shape, axes)) {
+      case Syntax::yes: return true;
+      case Syntax::no: return false;
+      case Syntax::open: --stats_.fast; break;
+    }
+  }
+  if (syntactic_only()) return false;
   ++stats_.isl;
   if (!impl_) impl_ = std::make_unique<Impl>();
-  Isl<isl_map> m = impl_->access_map(access_of(n), shape);
+  Isl<isl_map> m = impl_->cached_map(access_of(n), shape);
   if (!m) return false;
   Isl<isl_map> meet(isl_map_apply_range(m.copy(), isl_map_reverse(m.copy())));
   if (!meet) return false;
@@ -608,7 +840,7 @@ bool DependenceAnalysis::own_element(const Node* n, const std::vector<Node*>& sh
   if (syntactic_only()) return false;
   ++stats_.isl;
   if (!impl_) impl_ = std::make_unique<Impl>();
-  Isl<isl_map> m = impl_->access_map(x, shape);
+  Isl<isl_map> m = impl_->cached_map(x, shape);
   if (!m) return false;
   for (int d = 0; d < mem->rank(); ++d) {
     Isl<isl_map> lt(isl_map_order_lt(m.copy(), isl_dim_in, static_cast<unsigned>(d), isl_dim_out, static_cast<unsigned>(d)));
