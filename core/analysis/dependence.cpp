@@ -200,11 +200,11 @@ enum class Syntax : uint8_t { yes, no, open };
 // its axis, so two instances touch one element exactly when all their indices are equal):
 // - yes: each axis in `axes` is the whole index of some memory axis, in range (the coordinate on
 //   an axis at least as long; under wrap also plus a constant on an axis as long: a rotation);
-// - no: the indices are exact in the model and some axis a in `axes` collides: of at least two
-//   threads, it reaches only memory axes whose constant sizes multiply to fewer than its
-//   constant size (pigeonhole), or its only index is clamp(a + c), c != 0, on an axis as long
-//   (the last |c| + 1 threads clamp to one element; for some size, as isl's parameters are
-//   existential);
+// - no (for an access in no loop of its thread): some axis a in `axes` of possibly two or more
+//   threads collides: no index the model reads exactly names a; or the indices are all exact
+//   and a reaches only memory axes whose constant sizes multiply to fewer than its constant
+//   size (pigeonhole), or its only index is clamp(a + c), c != 0, on an axis as long (the last
+//   |c| + 1 threads clamp to one element; for some size, as isl's parameters are existential);
 // - open: isl decides.
 Syntax injective_by_syntax(const Node* n, const std::vector<Node*>& shape, uint64_t axes) {
   const Node* mem = n->operand(0);
@@ -212,6 +212,7 @@ Syntax injective_by_syntax(const Node* n, const std::vector<Node*>& shape, uint6
   const std::vector<const Node*> loops = enclosing_loops(n);
   uint64_t pinned = 0;
   std::vector<uint64_t> named(static_cast<size_t>(mem->rank()), 0);
+  uint64_t any_named = 0;  // the axes some exact index names
   bool exact = true;
   for (int d = 0; d < mem->rank(); ++d) {
     const Node* ix = n->operand(n->first_index_operand() + d);
@@ -225,13 +226,23 @@ Syntax injective_by_syntax(const Node* n, const std::vector<Node*>& shape, uint6
         pinned |= uint64_t{1} << a;
     }
     int budget = kMaxExprNodes;
-    exact = exact && index_axes(ix, shape, loops, &named[static_cast<size_t>(d)], &budget);
+    uint64_t ax = 0;
+    if (index_axes(ix, shape, loops, &ax, &budget)) {
+      named[static_cast<size_t>(d)] = ax;
+      any_named |= ax;
+    } else {
+      exact = false;
+    }
   }
   if ((axes & ~pinned) == 0) return Syntax::yes;
-  if (!exact) return Syntax::open;
+  if (!loops.empty()) return Syntax::open;  // counters whose bounds depend on a thread axis: isl
   for (int a = 0; a < rank && a < 64; ++a) {
     if (!(axes >> a & 1)) continue;
     const Node* td = shape[static_cast<size_t>(a)];
+    // No exact index names a: the model's indices do not tell two values of a apart (an index
+    // it over-approximates may be any element), so threads that differ only in a meet.
+    if (!(any_named >> a & 1) && const_dim(td) != 1 && const_dim(td) != 0) return Syntax::no;
+    if (!exact) continue;
     int64_t reach = 1;  // product of the constant sizes of the memory axes a reaches
     int only = -1, count = 0;
     for (int d = 0; d < mem->rank() && reach >= 0; ++d) {
