@@ -12,7 +12,8 @@ both see the same machine load.
 
   PYTHONPATH=build/python python3 bench/pipeline_times.py [--reps 5] [--build DIR ...] [--only fluid,sph]
 
---build defaults to ./build; name two (`--build /work/wt-base/build --build build`) to compare.
+--build defaults to ./build; name two or more (`--build /work/wt-base/build --build build`) to compare
+(the last column: the last build's time over the first's).
 Examples that need a window, MPI or a long run are left out (listed in SKIPPED).
 """
 import argparse
@@ -131,12 +132,12 @@ def measure(build, reps, name, tmp):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--build", action="append", help="a build directory (twice to compare two builds)")
+    p.add_argument("--build", action="append", help="a build directory (repeat it to compare builds)")
     p.add_argument("--reps", type=int, default=5, help="pipeline runs per program (the minimum is kept)")
     p.add_argument("--only", default="", help="comma-separated example names")
     p.add_argument("--json", default=None, help="also write the measurements here")
     p.add_argument("--passes", type=int, default=0,
-                   help="with two builds: per example, the N passes whose wall time grew most (min per pass)")
+                   help="per example, the N passes whose wall time grew most from the first build to the last")
     p.add_argument("--child", default=None, help=argparse.SUPPRESS)
     p.add_argument("rest", nargs="*", help=argparse.SUPPRESS)
     a = p.parse_args()
@@ -150,7 +151,7 @@ def main():
             print(f"note: examples/{n}.py has no arguments here: not measured", file=sys.stderr)
     results = {}
     with tempfile.TemporaryDirectory() as tmp:
-        for n in names:
+        for n in names:  # builds alternate per example: each sees the same load
             results[n] = []
             for b in builds:
                 if not (b.parent / "examples" / f"{n}.py").exists():
@@ -171,26 +172,27 @@ def main():
           f"min of {a.reps} per program, summed over its programs)")
     for k, b in enumerate(builds):
         print(f"  build {k + 1}: {b}")
-    print(f"| example | programs | {head} |" + (" ratio |" if len(builds) == 2 else ""))
-    print("|---|---:|" + "---:|" * len(builds) + "---|" + ("---:|" if len(builds) == 2 else ""))
+    print(f"| example | programs | {head} |" + (f" build {len(builds)} / build 1 |" if len(builds) >= 2 else ""))
+    print("|---|---:|" + "---:|" * len(builds) + "---|" + ("---:|" if len(builds) >= 2 else ""))
     for n in names:
         cells = [f"{r['ms']:.2f}" if "ms" in r else f"({r['error'][:60]})" for r in results[n]]
         progs = max((len(r["programs"]) for r in results[n] if "programs" in r), default=0)
         ratio = ""
-        if len(builds) == 2:
-            r0, r1 = results[n]
+        if len(builds) >= 2:
+            r0, r1 = results[n][0], results[n][-1]
             ratio = f" {r1['ms'] / r0['ms']:.2f} |" if "ms" in r0 and "ms" in r1 and r0["ms"] > 0 else " - |"
         kernels = " / ".join(str(sum(q["kernels"] for q in r["programs"])) if "programs" in r else "-"
                              for r in results[n])
         print(f"| {n} | {progs} | " + " | ".join(cells) + f" | {kernels} |" + ratio)
-    if a.passes and len(builds) == 2:
+    if a.passes and len(builds) >= 2:  # the first build against the last
         print(f"\npasses that grew most (wall ms, min of {a.reps} per program, summed over programs and runs)")
         for n in names:
-            if not all("programs" in r for r in results[n]):
+            ends = (results[n][0], results[n][-1])
+            if not all("programs" in r for r in ends):
                 continue
             tot = [{}, {}]
             for k in range(2):
-                for q in results[n][k]["programs"]:
+                for q in ends[k]["programs"]:
                     for name, ms in q["passes"].items():
                         tot[k][name] = tot[k].get(name, 0.0) + ms
             grew = sorted(set(tot[0]) | set(tot[1]), key=lambda x: tot[0].get(x, 0.0) - tot[1].get(x, 0.0))

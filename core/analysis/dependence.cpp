@@ -272,6 +272,16 @@ bool dependent_kinds(const MemAccess& x, const MemAccess& y, DepPairs pairs) {
   return true;
 }
 
+// EMBER_VERIFY=1 (tests, the fuzzer): relations built from affine constraints are checked
+// against the piecewise builder's.
+bool verify_builders() {
+  static const bool on = [] {
+    const char* v = std::getenv("EMBER_VERIFY");
+    return v && *v && *v != '0';
+  }();
+  return on;
+}
+
 // EMBER_DEPENDENCE=syntactic: no isl (pairs the syntactic rule leaves open are dependent).
 bool syntactic_only() {
   static const bool on = [] {
@@ -378,6 +388,10 @@ struct DependenceAnalysis::Impl {
   // dims, the thread shape, the loops around the access and their bounds, `carried`): an access
   // the pass has since edited gets a new key, and accesses with equal keys share one relation.
   const Isl<isl_map>& cached_map(const MemAccess& x, const std::vector<Node*>& shape, const Node* carried = nullptr);
+  // access_map built from affine constraints (basic sets of isl_aff equalities and bounds), when
+  // every expression it needs is affine without pieces (no min/max) and every index is known in
+  // range by syntax; null otherwise (access_map then builds it with piecewise expressions).
+  Isl<isl_map> affine_access_map(const MemAccess& x, const std::vector<Node*>& shape, const Node* carried);
   long built = 0, reused = 0;
 
  private:
@@ -562,6 +576,207 @@ Isl<isl_map> DependenceAnalysis::Impl::access_map(const MemAccess& x, const std:
 
 namespace {
 
+// Index expressions as isl_aff on one access's set space [S dims..., M dims...]: collect() first
+// decides, node by node, what access_map's expr() would make of it (the same cases, without
+// min/max, which need pieces) and gathers the host values that become parameters, so that
+// build() works in one space that has them all.
+struct AffineExprs {
+  const std::vector<Node*>& shape;
+  const std::vector<const Node*>& loops;
+  const Node* carried;
+  std::unordered_map<const Node*, char> kind;  // 'c' const, 't' coordinate, 'l' loop, 'p' param, 'o' op, 'x' not affine
+  std::vector<const Node*> params;
+  bool pieces = false;  // a min or max: leave it to the piecewise builder
+  int budget = kMaxExprNodes;
+  Isl<isl_local_space> ls;
+  std::unordered_map<const Node*, Isl<isl_aff>> memo;
+
+  bool param(const Node* x) {
+    if (carried && x->inside(carried)) return false;
+    if (std::find(params.begin(), params.end(), x) == params.end()) params.push_back(x);
+    return true;
+  }
+  static bool const_i32(const Node* o) { return o->op == Op::constant && o->dtype == DType::i32; }
+  // Whether x is affine; records its kind.
+  bool collect(const Node* x) {
+    auto it = kind.find(x);
+    if (it != kind.end()) return it->second != 'x';
+    char k = 'x';
+    if (--budget < 0 || x->dtype != DType::i32) {
+    } else if (x->op == Op::constant) {
+      k = 'c';
+    } else if (x->op == Op::index && is_coordinate(x, shape, x->axis)) {
+      k = 't';
+    } else if (x->op == Op::loop && std::find(loops.begin(), loops.end(), x) != loops.end()) {
+      k = 'l';
+    } else if (x->op == Op::min || x->op == Op::max) {
+      pieces = true;
+    } else if (x->op == Op::add || x->op == Op::sub) {
+      if (collect(x->operand(0)) && collect(x->operand(1))) k = 'o';
+    } else if (x->op == Op::neg) {
+      if (collect(x->operand(0))) k = 'o';
+    } else if (x->op == Op::mul && (const_i32(x->operand(0)) || const_i32(x->operand(1)))) {
+      if (collect(x->operand(const_i32(x->operand(0)) ? 1 : 0))) k = 'o';
+    } else if ((x->op == Op::div || x->op == Op::mod) && const_i32(x->operand(1)) && x->operand(1)->i() > 0) {
+      if (collect(x->operand(0))) k = 'o';
+    }
+    if (k == 'x' && !pieces && x->dtype == DType::i32 && x->op != Op::index && host_scalar(x) && param(x)) k = 'p';
+    kind[x] = k;
+    return k != 'x';
+  }
+  // The aff of an expression collect() accepted.
+  Isl<isl_aff> build(const Node* x) {
+    auto it = memo.find(x);
+    if (it != memo.end()) return it->second;
+    isl_ctx* ctx = isl_local_space_get_ctx(ls.get());
+    const int rank = static_cast<int>(shape.size());
+    Isl<isl_aff> r;
+    switch (kind.at(x)) {
+      case 'c': r = Isl<isl_aff>(isl_aff_val_on_domain(ls.copy(), isl_val_int_from_si(ctx, x->i()))); break;
+      case 't': r = Isl<isl_aff>(isl_aff_var_on_domain(ls.copy(), isl_dim_set, static_cast<unsigned>(x->axis))); break;
+      case 'l': {
+        const auto j = std::find(loops.begin(), loops.end(), x) - loops.begin();
+        r = Isl<isl_aff>(isl_aff_var_on_domain(ls.copy(), isl_dim_set, static_cast<unsigned>(rank + j)));
+        break;
+      }
+      case 'p': {
+        const auto j = std::find(params.begin(), params.end(), x) - params.begin();
+        r = Isl<isl_aff>(isl_aff_var_on_domain(ls.copy(), isl_dim_param, static_cast<unsigned>(j)));
+        break;
+      }
+      default: {
+        if (x->op == Op::add || x->op == Op::sub) {
+          Isl<isl_aff> a = build(x->operand(0)), b = build(x->operand(1));
+          if (a && b) r = Isl<isl_aff>((x->op == Op::add ? isl_aff_add : isl_aff_sub)(a.take(), b.take()));
+        } else if (x->op == Op::neg) {
+          Isl<isl_aff> a = build(x->operand(0));
+          if (a) r = Isl<isl_aff>(isl_aff_neg(a.take()));
+        } else if (x->op == Op::mul) {
+          const bool c0 = const_i32(x->operand(0));
+          Isl<isl_aff> a = build(x->operand(c0 ? 1 : 0));
+          const long c = x->operand(c0 ? 0 : 1)->i();
+          if (a) r = Isl<isl_aff>(isl_aff_scale_val(a.take(), isl_val_int_from_si(ctx, c)));
+        } else {  // div, mod by a positive constant (floor semantics, as Ember's integer ops)
+          Isl<isl_aff> a = build(x->operand(0));
+          isl_val* v = isl_val_int_from_si(ctx, x->operand(1)->i());
+          if (a && x->op == Op::div) r = Isl<isl_aff>(isl_aff_floor(isl_aff_scale_down_val(a.take(), v)));
+          else if (a) r = Isl<isl_aff>(isl_aff_mod_val(a.take(), v));
+          else isl_val_free(v);
+        }
+      }
+    }
+    memo[x] = r;
+    return r;
+  }
+};
+
+}  // namespace
+
+Isl<isl_map> DependenceAnalysis::Impl::affine_access_map(const MemAccess& x, const std::vector<Node*>& shape,
+                                                         const Node* carried) {
+  const Node* mem = x.memory;
+  const Node* n = x.node;
+  const int rank = static_cast<int>(shape.size());
+  const int mrank = mem->rank();
+  std::vector<const Node*> loops = enclosing_loops(n);
+  if (carried) loops.insert(loops.begin(), carried);
+  const int nloops = static_cast<int>(loops.size());
+  const int sdims = rank + nloops;
+  AffineExprs ax{shape, loops, carried, {}, {}, false, kMaxExprNodes, {}, {}};
+  const bool whole = !x.own && (!is_access(n) || n->flat);
+  // Decide every expression first (and gather the parameters).
+  std::vector<bool> dim_ok(static_cast<size_t>(rank)), mdim_ok(static_cast<size_t>(mrank));
+  for (int a = 0; a < rank; ++a) dim_ok[static_cast<size_t>(a)] = ax.collect(shape[static_cast<size_t>(a)]);
+  for (int a = 0; a < mrank; ++a) mdim_ok[static_cast<size_t>(a)] = ax.collect(mem->shape[static_cast<size_t>(a)]);
+  std::vector<char> loop_ok(static_cast<size_t>(nloops), 0);  // 0 unbounded, 1 up, -1 down
+  for (int j = 0; j < nloops; ++j) {
+    const Node* l = loops[static_cast<size_t>(j)];
+    const Node* st = l->operand(2);
+    if (st->op != Op::constant || st->i() == 0) continue;
+    if (!ax.collect(l->operand(0)) || !ax.collect(l->operand(1))) return {};  // a half-bounded loop: piecewise builder
+    loop_ok[static_cast<size_t>(j)] = st->i() > 0 ? 1 : -1;
+  }
+  // Per memory axis: 'e' the index exactly, 'a' any element of the axis.
+  std::vector<char> coord(static_cast<size_t>(mrank), 'a');
+  bool any_everywhere = whole;
+  for (int a = 0; a < mrank && !whole; ++a) {
+    const Node* md = mem->shape[static_cast<size_t>(a)];
+    if (x.own) {
+      if (a < rank && same_dim(md, shape[static_cast<size_t>(a)])) coord[static_cast<size_t>(a)] = 't';
+      continue;
+    }
+    const Node* ix = n->operand(n->first_index_operand() + a);
+    if (!ax.collect(ix) || !mdim_ok[static_cast<size_t>(a)]) {
+      if (ax.pieces) return {};
+      if (n->mode == IndexMode::unsafe) any_everywhere = true;
+      continue;
+    }
+    // In range by syntax: the coordinate on an axis at least as long, or a constant inside it.
+    bool in_range = false;
+    if (ix->op == Op::index && ix->axis < rank && is_coordinate(ix, shape, ix->axis)) {
+      const Node* td = shape[static_cast<size_t>(ix->axis)];
+      in_range = same_dim(md, td) || (const_dim(md) >= 0 && const_dim(td) >= 0 && const_dim(td) <= const_dim(md));
+    } else if (ix->op == Op::constant) {
+      in_range = ix->i() >= 0 && const_dim(md) > ix->i();
+    }
+    if (!in_range) return {};  // clamp pieces, wrap or unsafe range checks: the piecewise builder
+    coord[static_cast<size_t>(a)] = 'e';
+  }
+  if (ax.pieces) return {};
+  if (any_everywhere) coord.assign(coord.size(), 'a');
+  // The space [S dims..., M dims...] with every parameter.
+  isl_space* sp = isl_space_set_alloc(ctx.get(), static_cast<unsigned>(ax.params.size()), static_cast<unsigned>(sdims + mrank));
+  for (size_t k = 0; k < ax.params.size(); ++k) {
+    std::string name = "p" + std::to_string(ax.params[k]->id);
+    sp = isl_space_set_dim_id(sp, isl_dim_param, static_cast<unsigned>(k),
+                              isl_id_alloc(ctx.get(), name.c_str(), const_cast<Node*>(ax.params[k])));
+  }
+  ax.ls = Isl<isl_local_space>(isl_local_space_from_space(sp));
+  Isl<isl_basic_set> acc(isl_basic_set_universe(isl_local_space_get_space(ax.ls.get())));
+  bool failed = false;
+  auto add = [&](isl_basic_set* c) {
+    if (!c) failed = true;
+    acc = Isl<isl_basic_set>(isl_basic_set_intersect(acc.take(), c));
+  };
+  auto var = [&](int pos) { return isl_aff_var_on_domain(ax.ls.copy(), isl_dim_set, static_cast<unsigned>(pos)); };
+  auto zero = [&] { return isl_aff_zero_on_domain(ax.ls.copy()); };
+  auto of = [&](const Node* e) { return ax.build(e).take(); };
+  for (int a = 0; a < rank; ++a) {
+    add(isl_aff_ge_basic_set(var(a), zero()));
+    if (dim_ok[static_cast<size_t>(a)]) add(isl_aff_lt_basic_set(var(a), of(shape[static_cast<size_t>(a)])));
+  }
+  for (int j = 0; j < nloops; ++j) {
+    const Node* l = loops[static_cast<size_t>(j)];
+    if (loop_ok[static_cast<size_t>(j)] > 0) {
+      add(isl_aff_le_basic_set(of(l->operand(0)), var(rank + j)));
+      add(isl_aff_lt_basic_set(var(rank + j), of(l->operand(1))));
+    } else if (loop_ok[static_cast<size_t>(j)] < 0) {
+      add(isl_aff_le_basic_set(var(rank + j), of(l->operand(0))));
+      add(isl_aff_lt_basic_set(of(l->operand(1)), var(rank + j)));
+    }
+  }
+  for (int a = 0; a < mrank; ++a) {
+    const int e = sdims + a;
+    const char c = coord[static_cast<size_t>(a)];
+    if (c == 't') {
+      add(isl_aff_eq_basic_set(var(e), var(a)));
+    } else if (c == 'e') {
+      add(isl_aff_eq_basic_set(var(e), of(n->operand(n->first_index_operand() + a))));
+    } else {
+      add(isl_aff_ge_basic_set(var(e), zero()));
+      if (mdim_ok[static_cast<size_t>(a)]) add(isl_aff_lt_basic_set(var(e), of(mem->shape[static_cast<size_t>(a)])));
+    }
+  }
+  if (failed || !acc) return {};
+  isl_map* m = isl_map_from_domain(isl_set_from_basic_set(acc.take()));
+  m = isl_map_move_dims(m, isl_dim_out, 0, isl_dim_in, static_cast<unsigned>(sdims), static_cast<unsigned>(mrank));
+  m = isl_map_set_tuple_name(m, isl_dim_in, "S");
+  m = isl_map_set_tuple_name(m, isl_dim_out, "M");
+  return Isl<isl_map>(m);
+}
+
+namespace {
+
 // Appends to `out` what access_map reads of expression x (see cached_map).
 void key_of(const Node* x, const std::vector<Node*>& shape, const std::vector<const Node*>& loops, const Node* carried,
             std::unordered_set<const Node*>& seen, std::string& out) {
@@ -631,7 +846,21 @@ const Isl<isl_map>& DependenceAnalysis::Impl::cached_map(const MemAccess& x, con
     return it->second;
   }
   ++built;
-  return maps_.emplace(std::move(key), access_map(x, shape, nullptr, carried)).first->second;
+  Isl<isl_map> m = affine_access_map(x, shape, carried);
+  if (!m) {
+    m = access_map(x, shape, nullptr, carried);
+  } else if (verify_builders()) {  // EMBER_VERIFY (tests, the fuzzer): both builders agree
+    Isl<isl_map> pw = access_map(x, shape, nullptr, carried);
+    if (pw && isl_map_is_equal(m.get(), pw.get()) != isl_bool_true) {
+      char* a = isl_map_to_str(m.get());
+      char* b = isl_map_to_str(pw.get());
+      std::string msg = std::string("affine relation ") + (a ? a : "?") + " differs from " + (b ? b : "?");
+      std::free(a);
+      std::free(b);
+      EMBER_INTERNAL_ASSERT(false, msg);
+    }
+  }
+  return maps_.emplace(std::move(key), std::move(m)).first->second;
 }
 
 // ---- Queries ----------------------------------------------------------------------------------
