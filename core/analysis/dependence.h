@@ -132,13 +132,13 @@ class DependenceAnalysis {
   bool loop_carries(const Node* loop, const std::vector<const AccessGroup*>& groups, DepWhy* why = nullptr);
 
   // The thread axes (a bit each) that the element of access n (load/store/atomic, not flat, in a
-  // kernel of `shape`) does not depend on: isl shows its index map is a function (nothing
-  // over-approximated) whose value stays when only those coordinates change. 0 where it cannot.
+  // kernel of `shape`) does not depend on, by syntax: every index is exact in the model (nothing
+  // over-approximated) and names none of those coordinates. 0 where it cannot tell.
   uint64_t ignored_axes(const Node* n, const std::vector<Node*>& shape);
 
   // Whether any two instances of access n (kernel of `shape`, loops around it included) that touch
   // one element agree on every thread axis in `axes`: the index map is injective on them
-  // (A[2 * i + 1], a transpose, a shift). False where isl cannot show it.
+  // (A[2 * i + 1], a transpose, a shift). Syntax first, then isl; false where neither shows it.
   bool injective_on(const Node* n, const std::vector<Node*>& shape, uint64_t axes);
 
   const DependenceStats& stats() const { return stats_; }
