@@ -3,7 +3,9 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <algorithm>
 #include <functional>
+#include <unordered_set>
 #include <utility>
 #include <string>
 
@@ -105,10 +107,161 @@ bool offsets_differ(const MemAccess& x, const std::vector<Node*>& xs, const MemA
   return false;
 }
 
+// The thread axes (a bit each, in *axes) that index expression x of an access in a thread of
+// `shape` may depend on, where x is built only from what the isl model turns into exact
+// expressions (constants, the thread's coordinates, counters of loops inside the thread, host
+// scalars, and + - neg, * by a constant, // and % by a positive constant, min, max): then the
+// element is a function of the coordinates it names, the counters and the host values. False
+// where x reads anything else (a load, a var, a cast, ...). Syntax only: no isl.
+bool index_axes(const Node* x, const std::vector<Node*>& shape, const std::vector<const Node*>& loops, uint64_t* axes,
+                int* budget) {
+  if (--*budget < 0 || x->dtype != DType::i32) return false;
+  auto const_operand = [&](int i) {
+    const Node* o = x->operand(i);
+    return o->op == Op::constant && o->dtype == DType::i32;
+  };
+  switch (x->op) {
+    case Op::constant: return true;
+    case Op::index:
+      if (!is_coordinate(x, shape, x->axis) || x->axis >= 64) return false;
+      *axes |= uint64_t{1} << x->axis;
+      return true;
+    case Op::loop:  // a counter of a loop around the access inside the thread, or a host loop's
+      return std::find(loops.begin(), loops.end(), x) != loops.end() || host_scalar(x);
+    case Op::add: case Op::sub: case Op::min: case Op::max: {
+      uint64_t a = 0;
+      if (index_axes(x->operand(0), shape, loops, &a, budget) && index_axes(x->operand(1), shape, loops, &a, budget)) {
+        *axes |= a;
+        return true;
+      }
+      return host_scalar(x);
+    }
+    case Op::neg: return index_axes(x->operand(0), shape, loops, axes, budget);
+    case Op::mul:
+      if (const_operand(0) || const_operand(1)) {
+        uint64_t a = 0;
+        if (index_axes(x->operand(const_operand(0) ? 1 : 0), shape, loops, &a, budget)) {
+          *axes |= a;
+          return true;
+        }
+      }
+      return host_scalar(x);
+    case Op::div: case Op::mod:
+      if (const_operand(1) && x->operand(1)->i() > 0) {
+        uint64_t a = 0;
+        if (index_axes(x->operand(0), shape, loops, &a, budget)) {
+          *axes |= a;
+          return true;
+        }
+      }
+      return host_scalar(x);
+    default: return host_scalar(x);
+  }
+}
+
 bool reads(const MemAccess& x) {
   return x.kind == AccessKind::read || (x.kind == AccessKind::write && x.node->op == Op::atomic);
 }
 bool writes(const MemAccess& x) { return x.kind != AccessKind::read; }
+
+// Whether access x of a group of `shape` writes every element of its memory in each dispatch:
+// the memory is shaped like the threads, each index is the thread's coordinate (or 0 on an axis
+// of size 1), and no loop of the thread repeats or skips it.
+bool covers_memory(const MemAccess& x, const std::vector<Node*>& shape) {
+  if (x.own || !writes(x) || !is_access(x.node) || x.node->flat) return false;
+  const int rank = static_cast<int>(shape.size());
+  if (x.memory->rank() != rank || !enclosing_loops(x.node).empty()) return false;
+  for (const Node* d : shape)
+    if (const_dim(d) == 0) return false;
+  return own_row(x, shape, rank);
+}
+
+// Whether access y of a group of `shape` runs at least once per dispatch in the model: a plain
+// access in no loop of its thread, over threads that may exist.
+bool runs_in_model(const MemAccess& y, const std::vector<Node*>& shape) {
+  if (y.own || !is_access(y.node) || !enclosing_loops(y.node).empty()) return false;
+  for (const Node* d : shape)
+    if (const_dim(d) == 0) return false;
+  return true;
+}
+
+// Whether host loop `loop` may run two iterations as the model sees it (the stride is dropped,
+// bounds that are not constants may take any value).
+bool may_repeat(const Node* loop) {
+  const Node *b = loop->operand(0), *e = loop->operand(1), *st = loop->operand(2);
+  if (b->op != Op::constant || e->op != Op::constant || st->op != Op::constant || st->i() == 0) return true;
+  const long trips_span = st->i() > 0 ? static_cast<long>(e->i()) - b->i() : static_cast<long>(b->i()) - e->i();
+  return trips_span >= 2;
+}
+
+enum class Syntax : uint8_t { yes, no, open };
+
+// injective_on by syntax, for an access that is not unsafe (clamp and wrap keep every index in
+// its axis, so two instances touch one element exactly when all their indices are equal):
+// - yes: each axis in `axes` is the whole index of some memory axis, in range (the coordinate on
+//   an axis at least as long; under wrap also plus a constant on an axis as long: a rotation);
+// - no (for an access in no loop of its thread): some axis a in `axes` of possibly two or more
+//   threads collides: no index the model reads exactly names a; or the indices are all exact
+//   and a reaches only memory axes whose constant sizes multiply to fewer than its constant
+//   size (pigeonhole), or its only index is clamp(a + c), c != 0, on an axis as long (the last
+//   |c| + 1 threads clamp to one element; for some size, as isl's parameters are existential);
+// - open: isl decides.
+Syntax injective_by_syntax(const Node* n, const std::vector<Node*>& shape, uint64_t axes) {
+  const Node* mem = n->operand(0);
+  const int rank = static_cast<int>(shape.size());
+  const std::vector<const Node*> loops = enclosing_loops(n);
+  uint64_t pinned = 0;
+  std::vector<uint64_t> named(static_cast<size_t>(mem->rank()), 0);
+  uint64_t any_named = 0;  // the axes some exact index names
+  bool exact = true;
+  for (int d = 0; d < mem->rank(); ++d) {
+    const Node* ix = n->operand(n->first_index_operand() + d);
+    const Node* md = mem->shape[static_cast<size_t>(d)];
+    for (int a = 0; a < rank && a < 64; ++a) {
+      const Node* td = shape[static_cast<size_t>(a)];
+      const bool as_long = same_dim(md, td) || (const_dim(md) >= 0 && const_dim(td) >= 0 && const_dim(td) <= const_dim(md));
+      long c = 0;
+      if ((is_coordinate(ix, shape, a) && as_long) ||
+          (n->mode == IndexMode::wrap && same_dim(md, td) && coordinate_offset(ix, shape, a, &c)))
+        pinned |= uint64_t{1} << a;
+    }
+    int budget = kMaxExprNodes;
+    uint64_t ax = 0;
+    if (index_axes(ix, shape, loops, &ax, &budget)) {
+      named[static_cast<size_t>(d)] = ax;
+      any_named |= ax;
+    } else {
+      exact = false;
+    }
+  }
+  if ((axes & ~pinned) == 0) return Syntax::yes;
+  if (!loops.empty()) return Syntax::open;  // counters whose bounds depend on a thread axis: isl
+  for (int a = 0; a < rank && a < 64; ++a) {
+    if (!(axes >> a & 1)) continue;
+    const Node* td = shape[static_cast<size_t>(a)];
+    // No exact index names a: the model's indices do not tell two values of a apart (an index
+    // it over-approximates may be any element), so threads that differ only in a meet.
+    if (!(any_named >> a & 1) && const_dim(td) != 1 && const_dim(td) != 0) return Syntax::no;
+    if (!exact) continue;
+    int64_t reach = 1;  // product of the constant sizes of the memory axes a reaches
+    int only = -1, count = 0;
+    for (int d = 0; d < mem->rank() && reach >= 0; ++d) {
+      if (!(named[static_cast<size_t>(d)] >> a & 1)) continue;
+      ++count;
+      only = d;
+      const int64_t m = const_dim(mem->shape[static_cast<size_t>(d)]);
+      reach = m < 0 || m > (int64_t{1} << 40) ? -1 : reach * m;
+    }
+    if (const_dim(td) >= 2 && reach >= 0 && reach < const_dim(td)) return Syntax::no;
+    long c = 0;
+    if (count == 1 && n->mode == IndexMode::clamp && same_dim(mem->shape[static_cast<size_t>(only)], td) &&
+        coordinate_offset(n->operand(n->first_index_operand() + only), shape, a, &c) && c != 0 &&
+        (const_dim(td) < 0 || const_dim(td) >= std::abs(c) + 1))
+      return Syntax::no;
+  }
+  return Syntax::open;
+}
+
 
 // Whether accesses x and y of one memory are ordered by a dependence of the kind asked for.
 bool dependent_kinds(const MemAccess& x, const MemAccess& y, DepPairs pairs) {
@@ -117,6 +270,16 @@ bool dependent_kinds(const MemAccess& x, const MemAccess& y, DepPairs pairs) {
   if (x.kind == AccessKind::update && y.kind == AccessKind::update)
     return x.node->kind != y.node->kind || static_cast<AtomicKind>(x.node->kind) == AtomicKind::exchange;
   return true;
+}
+
+// EMBER_VERIFY=1 (tests, the fuzzer): relations built from affine constraints are checked
+// against the piecewise builder's.
+bool verify_builders() {
+  static const bool on = [] {
+    const char* v = std::getenv("EMBER_VERIFY");
+    return v && *v && *v != '0';
+  }();
+  return on;
 }
 
 // EMBER_DEPENDENCE=syntactic: no isl (pairs the syntactic rule leaves open are dependent).
@@ -220,7 +383,19 @@ struct DependenceAnalysis::Impl {
   Isl<isl_map> access_map(const MemAccess& x, const std::vector<Node*>& shape, Isl<isl_set>* domain_out = nullptr,
                           const Node* carried = nullptr);
 
+  // access_map, kept for the life of this analysis (one pass run) under a key that spells out
+  // everything access_map reads (the index expressions node by node, the modes, the memory's
+  // dims, the thread shape, the loops around the access and their bounds, `carried`): an access
+  // the pass has since edited gets a new key, and accesses with equal keys share one relation.
+  const Isl<isl_map>& cached_map(const MemAccess& x, const std::vector<Node*>& shape, const Node* carried = nullptr);
+  // access_map built from affine constraints (basic sets of isl_aff equalities and bounds), when
+  // every expression it needs is affine without pieces (no min/max) and every index is known in
+  // range by syntax; null otherwise (access_map then builds it with piecewise expressions).
+  Isl<isl_map> affine_access_map(const MemAccess& x, const std::vector<Node*>& shape, const Node* carried);
+  long built = 0, reused = 0;
+
  private:
+  std::unordered_map<std::string, Isl<isl_map>> maps_;
   // Builds expressions on the set space [S dims..., M dims...] of one access.
   struct Env {
     Isl<isl_space> space;
@@ -399,6 +574,295 @@ Isl<isl_map> DependenceAnalysis::Impl::access_map(const MemAccess& x, const std:
   return Isl<isl_map>(m);
 }
 
+namespace {
+
+// Index expressions as isl_aff on one access's set space [S dims..., M dims...]: collect() first
+// decides, node by node, what access_map's expr() would make of it (the same cases, without
+// min/max, which need pieces) and gathers the host values that become parameters, so that
+// build() works in one space that has them all.
+struct AffineExprs {
+  const std::vector<Node*>& shape;
+  const std::vector<const Node*>& loops;
+  const Node* carried;
+  std::unordered_map<const Node*, char> kind;  // 'c' const, 't' coordinate, 'l' loop, 'p' param, 'o' op, 'x' not affine
+  std::vector<const Node*> params;
+  bool pieces = false;  // a min or max: leave it to the piecewise builder
+  int budget = kMaxExprNodes;
+  Isl<isl_local_space> ls;
+  std::unordered_map<const Node*, Isl<isl_aff>> memo;
+
+  bool param(const Node* x) {
+    if (carried && x->inside(carried)) return false;
+    if (std::find(params.begin(), params.end(), x) == params.end()) params.push_back(x);
+    return true;
+  }
+  static bool const_i32(const Node* o) { return o->op == Op::constant && o->dtype == DType::i32; }
+  // Whether x is affine; records its kind.
+  bool collect(const Node* x) {
+    auto it = kind.find(x);
+    if (it != kind.end()) return it->second != 'x';
+    char k = 'x';
+    if (--budget < 0 || x->dtype != DType::i32) {
+    } else if (x->op == Op::constant) {
+      k = 'c';
+    } else if (x->op == Op::index && is_coordinate(x, shape, x->axis)) {
+      k = 't';
+    } else if (x->op == Op::loop && std::find(loops.begin(), loops.end(), x) != loops.end()) {
+      k = 'l';
+    } else if (x->op == Op::min || x->op == Op::max) {
+      pieces = true;
+    } else if (x->op == Op::add || x->op == Op::sub) {
+      if (collect(x->operand(0)) && collect(x->operand(1))) k = 'o';
+    } else if (x->op == Op::neg) {
+      if (collect(x->operand(0))) k = 'o';
+    } else if (x->op == Op::mul && (const_i32(x->operand(0)) || const_i32(x->operand(1)))) {
+      if (collect(x->operand(const_i32(x->operand(0)) ? 1 : 0))) k = 'o';
+    } else if ((x->op == Op::div || x->op == Op::mod) && const_i32(x->operand(1)) && x->operand(1)->i() > 0) {
+      if (collect(x->operand(0))) k = 'o';
+    }
+    if (k == 'x' && !pieces && x->dtype == DType::i32 && x->op != Op::index && host_scalar(x) && param(x)) k = 'p';
+    kind[x] = k;
+    return k != 'x';
+  }
+  // The aff of an expression collect() accepted.
+  Isl<isl_aff> build(const Node* x) {
+    auto it = memo.find(x);
+    if (it != memo.end()) return it->second;
+    isl_ctx* ctx = isl_local_space_get_ctx(ls.get());
+    const int rank = static_cast<int>(shape.size());
+    Isl<isl_aff> r;
+    switch (kind.at(x)) {
+      case 'c': r = Isl<isl_aff>(isl_aff_val_on_domain(ls.copy(), isl_val_int_from_si(ctx, x->i()))); break;
+      case 't': r = Isl<isl_aff>(isl_aff_var_on_domain(ls.copy(), isl_dim_set, static_cast<unsigned>(x->axis))); break;
+      case 'l': {
+        const auto j = std::find(loops.begin(), loops.end(), x) - loops.begin();
+        r = Isl<isl_aff>(isl_aff_var_on_domain(ls.copy(), isl_dim_set, static_cast<unsigned>(rank + j)));
+        break;
+      }
+      case 'p': {
+        const auto j = std::find(params.begin(), params.end(), x) - params.begin();
+        r = Isl<isl_aff>(isl_aff_var_on_domain(ls.copy(), isl_dim_param, static_cast<unsigned>(j)));
+        break;
+      }
+      default: {
+        if (x->op == Op::add || x->op == Op::sub) {
+          Isl<isl_aff> a = build(x->operand(0)), b = build(x->operand(1));
+          if (a && b) r = Isl<isl_aff>((x->op == Op::add ? isl_aff_add : isl_aff_sub)(a.take(), b.take()));
+        } else if (x->op == Op::neg) {
+          Isl<isl_aff> a = build(x->operand(0));
+          if (a) r = Isl<isl_aff>(isl_aff_neg(a.take()));
+        } else if (x->op == Op::mul) {
+          const bool c0 = const_i32(x->operand(0));
+          Isl<isl_aff> a = build(x->operand(c0 ? 1 : 0));
+          const long c = x->operand(c0 ? 0 : 1)->i();
+          if (a) r = Isl<isl_aff>(isl_aff_scale_val(a.take(), isl_val_int_from_si(ctx, c)));
+        } else {  // div, mod by a positive constant (floor semantics, as Ember's integer ops)
+          Isl<isl_aff> a = build(x->operand(0));
+          isl_val* v = isl_val_int_from_si(ctx, x->operand(1)->i());
+          if (a && x->op == Op::div) r = Isl<isl_aff>(isl_aff_floor(isl_aff_scale_down_val(a.take(), v)));
+          else if (a) r = Isl<isl_aff>(isl_aff_mod_val(a.take(), v));
+          else isl_val_free(v);
+        }
+      }
+    }
+    memo[x] = r;
+    return r;
+  }
+};
+
+}  // namespace
+
+Isl<isl_map> DependenceAnalysis::Impl::affine_access_map(const MemAccess& x, const std::vector<Node*>& shape,
+                                                         const Node* carried) {
+  const Node* mem = x.memory;
+  const Node* n = x.node;
+  const int rank = static_cast<int>(shape.size());
+  const int mrank = mem->rank();
+  std::vector<const Node*> loops = enclosing_loops(n);
+  if (carried) loops.insert(loops.begin(), carried);
+  const int nloops = static_cast<int>(loops.size());
+  const int sdims = rank + nloops;
+  AffineExprs ax{shape, loops, carried, {}, {}, false, kMaxExprNodes, {}, {}};
+  const bool whole = !x.own && (!is_access(n) || n->flat);
+  // Decide every expression first (and gather the parameters).
+  std::vector<bool> dim_ok(static_cast<size_t>(rank)), mdim_ok(static_cast<size_t>(mrank));
+  for (int a = 0; a < rank; ++a) dim_ok[static_cast<size_t>(a)] = ax.collect(shape[static_cast<size_t>(a)]);
+  for (int a = 0; a < mrank; ++a) mdim_ok[static_cast<size_t>(a)] = ax.collect(mem->shape[static_cast<size_t>(a)]);
+  std::vector<char> loop_ok(static_cast<size_t>(nloops), 0);  // 0 unbounded, 1 up, -1 down
+  for (int j = 0; j < nloops; ++j) {
+    const Node* l = loops[static_cast<size_t>(j)];
+    const Node* st = l->operand(2);
+    if (st->op != Op::constant || st->i() == 0) continue;
+    if (!ax.collect(l->operand(0)) || !ax.collect(l->operand(1))) return {};  // a half-bounded loop: piecewise builder
+    loop_ok[static_cast<size_t>(j)] = st->i() > 0 ? 1 : -1;
+  }
+  // Per memory axis: 'e' the index exactly, 'a' any element of the axis.
+  std::vector<char> coord(static_cast<size_t>(mrank), 'a');
+  bool any_everywhere = whole;
+  for (int a = 0; a < mrank && !whole; ++a) {
+    const Node* md = mem->shape[static_cast<size_t>(a)];
+    if (x.own) {
+      if (a < rank && same_dim(md, shape[static_cast<size_t>(a)])) coord[static_cast<size_t>(a)] = 't';
+      continue;
+    }
+    const Node* ix = n->operand(n->first_index_operand() + a);
+    if (!ax.collect(ix) || !mdim_ok[static_cast<size_t>(a)]) {
+      if (ax.pieces) return {};
+      if (n->mode == IndexMode::unsafe) any_everywhere = true;
+      continue;
+    }
+    // In range by syntax: the coordinate on an axis at least as long, or a constant inside it.
+    bool in_range = false;
+    if (ix->op == Op::index && ix->axis < rank && is_coordinate(ix, shape, ix->axis)) {
+      const Node* td = shape[static_cast<size_t>(ix->axis)];
+      in_range = same_dim(md, td) || (const_dim(md) >= 0 && const_dim(td) >= 0 && const_dim(td) <= const_dim(md));
+    } else if (ix->op == Op::constant) {
+      in_range = ix->i() >= 0 && const_dim(md) > ix->i();
+    }
+    if (!in_range) return {};  // clamp pieces, wrap or unsafe range checks: the piecewise builder
+    coord[static_cast<size_t>(a)] = 'e';
+  }
+  if (ax.pieces) return {};
+  if (any_everywhere) coord.assign(coord.size(), 'a');
+  // The space [S dims..., M dims...] with every parameter.
+  isl_space* sp = isl_space_set_alloc(ctx.get(), static_cast<unsigned>(ax.params.size()), static_cast<unsigned>(sdims + mrank));
+  for (size_t k = 0; k < ax.params.size(); ++k) {
+    std::string name = "p" + std::to_string(ax.params[k]->id);
+    sp = isl_space_set_dim_id(sp, isl_dim_param, static_cast<unsigned>(k),
+                              isl_id_alloc(ctx.get(), name.c_str(), const_cast<Node*>(ax.params[k])));
+  }
+  ax.ls = Isl<isl_local_space>(isl_local_space_from_space(sp));
+  Isl<isl_basic_set> acc(isl_basic_set_universe(isl_local_space_get_space(ax.ls.get())));
+  bool failed = false;
+  auto add = [&](isl_basic_set* c) {
+    if (!c) failed = true;
+    acc = Isl<isl_basic_set>(isl_basic_set_intersect(acc.take(), c));
+  };
+  auto var = [&](int pos) { return isl_aff_var_on_domain(ax.ls.copy(), isl_dim_set, static_cast<unsigned>(pos)); };
+  auto zero = [&] { return isl_aff_zero_on_domain(ax.ls.copy()); };
+  auto of = [&](const Node* e) { return ax.build(e).take(); };
+  for (int a = 0; a < rank; ++a) {
+    add(isl_aff_ge_basic_set(var(a), zero()));
+    if (dim_ok[static_cast<size_t>(a)]) add(isl_aff_lt_basic_set(var(a), of(shape[static_cast<size_t>(a)])));
+  }
+  for (int j = 0; j < nloops; ++j) {
+    const Node* l = loops[static_cast<size_t>(j)];
+    if (loop_ok[static_cast<size_t>(j)] > 0) {
+      add(isl_aff_le_basic_set(of(l->operand(0)), var(rank + j)));
+      add(isl_aff_lt_basic_set(var(rank + j), of(l->operand(1))));
+    } else if (loop_ok[static_cast<size_t>(j)] < 0) {
+      add(isl_aff_le_basic_set(var(rank + j), of(l->operand(0))));
+      add(isl_aff_lt_basic_set(of(l->operand(1)), var(rank + j)));
+    }
+  }
+  for (int a = 0; a < mrank; ++a) {
+    const int e = sdims + a;
+    const char c = coord[static_cast<size_t>(a)];
+    if (c == 't') {
+      add(isl_aff_eq_basic_set(var(e), var(a)));
+    } else if (c == 'e') {
+      add(isl_aff_eq_basic_set(var(e), of(n->operand(n->first_index_operand() + a))));
+    } else {
+      add(isl_aff_ge_basic_set(var(e), zero()));
+      if (mdim_ok[static_cast<size_t>(a)]) add(isl_aff_lt_basic_set(var(e), of(mem->shape[static_cast<size_t>(a)])));
+    }
+  }
+  if (failed || !acc) return {};
+  isl_map* m = isl_map_from_domain(isl_set_from_basic_set(acc.take()));
+  m = isl_map_move_dims(m, isl_dim_out, 0, isl_dim_in, static_cast<unsigned>(sdims), static_cast<unsigned>(mrank));
+  m = isl_map_set_tuple_name(m, isl_dim_in, "S");
+  m = isl_map_set_tuple_name(m, isl_dim_out, "M");
+  return Isl<isl_map>(m);
+}
+
+namespace {
+
+// Appends to `out` what access_map reads of expression x (see cached_map).
+void key_of(const Node* x, const std::vector<Node*>& shape, const std::vector<const Node*>& loops, const Node* carried,
+            std::unordered_set<const Node*>& seen, std::string& out) {
+  out += std::to_string(x->id);
+  if (!seen.insert(x).second) {
+    out += ';';
+    return;
+  }
+  out += ':' + std::to_string(static_cast<int>(x->op)) + ',' + std::to_string(static_cast<int>(x->dtype));
+  if (x->dtype != DType::i32) {
+    out += ';';
+    return;
+  }
+  if (x->op == Op::constant) out += '=' + std::to_string(x->i());
+  if (x->op == Op::index) out += is_coordinate(x, shape, x->axis) ? 't' + std::to_string(x->axis) : std::string("?");
+  if (x->op == Op::loop) {
+    auto it = std::find(loops.begin(), loops.end(), x);
+    out += it == loops.end() ? std::string("h") : 'c' + std::to_string(it - loops.begin());
+  }
+  if (host_scalar(x)) out += carried && x->inside(carried) ? "Hc" : "H";
+  switch (x->op) {
+    case Op::add: case Op::sub: case Op::min: case Op::max: case Op::neg: case Op::mul: case Op::div: case Op::mod:
+      out += '(';
+      for (const Node* o : x->operands) {
+        key_of(o, shape, loops, carried, seen, out);
+        out += ' ';
+      }
+      out += ')';
+      break;
+    default: break;
+  }
+  out += ';';
+}
+
+}  // namespace
+
+const Isl<isl_map>& DependenceAnalysis::Impl::cached_map(const MemAccess& x, const std::vector<Node*>& shape,
+                                                        const Node* carried) {
+  std::vector<const Node*> loops = enclosing_loops(x.node);
+  if (carried) loops.insert(loops.begin(), carried);
+  std::unordered_set<const Node*> seen;
+  std::string key = carried ? "C" + std::to_string(carried->id) : std::string("-");
+  const Node* n = x.node;
+  const bool whole = !x.own && (!is_access(n) || n->flat);
+  key += x.own ? "o" : whole ? "w" : "i" + std::to_string(static_cast<int>(n->mode));
+  key += "|S";
+  for (const Node* d : shape) key_of(d, shape, loops, carried, seen, key);
+  key += "|L";
+  for (const Node* l : loops) {
+    key += std::to_string(l->id) + '[';
+    for (int i = 0; i < 3; ++i) key_of(l->operand(i), shape, loops, carried, seen, key);
+    key += ']';
+  }
+  key += "|M";
+  for (size_t a = 0; a < x.memory->shape.size(); ++a) {
+    const Node* d = x.memory->shape[a];
+    key_of(d, shape, loops, carried, seen, key);
+    if (x.own) key += a < shape.size() && same_dim(d, shape[a]) ? "=" : "!";
+  }
+  if (!x.own && !whole) {
+    key += "|I";
+    for (int i = n->first_index_operand(); i < n->num_operands(); ++i) key_of(n->operand(i), shape, loops, carried, seen, key);
+  }
+  auto it = maps_.find(key);
+  if (it != maps_.end()) {
+    ++reused;
+    return it->second;
+  }
+  ++built;
+  Isl<isl_map> m = affine_access_map(x, shape, carried);
+  if (!m) {
+    m = access_map(x, shape, nullptr, carried);
+  } else if (verify_builders()) {  // EMBER_VERIFY (tests, the fuzzer): both builders agree
+    Isl<isl_map> pw = access_map(x, shape, nullptr, carried);
+    if (pw && isl_map_is_equal(m.get(), pw.get()) != isl_bool_true) {
+      char* a = isl_map_to_str(m.get());
+      char* b = isl_map_to_str(pw.get());
+      std::string msg = std::string("affine relation ") + (a ? a : "?") + " differs from " + (b ? b : "?");
+      std::free(a);
+      std::free(b);
+      EMBER_INTERNAL_ASSERT(false, msg);
+    }
+  }
+  return maps_.emplace(std::move(key), std::move(m)).first->second;
+}
+
 // ---- Queries ----------------------------------------------------------------------------------
 
 DependenceAnalysis::DependenceAnalysis() = default;
@@ -418,8 +882,6 @@ bool DependenceAnalysis::within_thread(const AccessGroup& a, const AccessGroup& 
     if (it == large.by_memory().end() || (sm.writes == 0 && it->second.writes == 0)) continue;
     const std::vector<MemAccess>& xs = a_small ? sm.all : it->second.all;
     const std::vector<MemAccess>& ys = a_small ? it->second.all : sm.all;
-    std::unordered_map<const MemAccess*, Isl<isl_map>> maps_a;
-    std::unordered_map<const MemAccess*, Isl<isl_map>> maps_b;
     for (const MemAccess& x : xs) {
       for (const MemAccess& y : ys) {
         ++node_visit_counter();
@@ -443,15 +905,9 @@ bool DependenceAnalysis::within_thread(const AccessGroup& a, const AccessGroup& 
           return dependent(DepWhy::Cause::too_many);
         }
         ++stats_.isl;
-        auto get = [&](std::unordered_map<const MemAccess*, Isl<isl_map>>& cache, const MemAccess& m,
-                       const std::vector<Node*>& shape) -> const Isl<isl_map>& {
-          auto c = cache.find(&m);
-          if (c == cache.end()) c = cache.emplace(&m, impl_->access_map(m, shape)).first;
-          return c->second;
-        };
         if (!impl_) impl_ = std::make_unique<Impl>();  // the isl context, made on first use
-        const Isl<isl_map>& mx = get(maps_a, x, a.shape());
-        const Isl<isl_map>& my = get(maps_b, y, b.shape());
+        const Isl<isl_map>& mx = impl_->cached_map(x, a.shape());
+        const Isl<isl_map>& my = impl_->cached_map(y, b.shape());
         if (!mx || !my) return dependent(DepWhy::Cause::unknown);
         // Pairs of instances that touch one element: S_x -> S_y. None may differ in a lead coordinate.
         Isl<isl_map> meet(isl_map_coalesce(isl_map_apply_range(mx.copy(), isl_map_reverse(my.copy()))));
@@ -469,93 +925,86 @@ bool DependenceAnalysis::within_thread(const AccessGroup& a, const AccessGroup& 
   return true;
 }
 
-bool DependenceAnalysis::carried(const Node* loop, const std::vector<const AccessGroup*>& groups, DepWhy* why) {
-  if (!impl_) impl_ = std::make_unique<Impl>();
-  int isl_pairs = 0;
-  std::unordered_map<const MemAccess*, Isl<isl_map>> maps;
+bool DependenceAnalysis::loop_carries(const Node* loop, const std::vector<const AccessGroup*>& groups, DepWhy* why) {
+  QueryTimer timer(stats_);
   auto map_of = [&](const MemAccess& m, const AccessGroup& g) -> const Isl<isl_map>& {
-    auto c = maps.find(&m);
-    if (c == maps.end()) c = maps.emplace(&m, impl_->access_map(m, g.shape(), nullptr, loop)).first;
-    return c->second;
+    if (!impl_) impl_ = std::make_unique<Impl>();  // the isl context, made on first use
+    return impl_->cached_map(m, g.shape(), loop);
   };
-  // Pass 0 looks for a flow dependence (a write, then a read in a later iteration: the clearest
-  // reason to give), pass 1 for any.
-  for (int pass = 0; pass < 2; ++pass) {
-    for (size_t i = 0; i < groups.size(); ++i) {
-      for (size_t j = i; j < groups.size(); ++j) {
-        for (const auto& [mem, am] : groups[i]->by_memory()) {
-          auto it = groups[j]->by_memory().find(mem);
-          if (it == groups[j]->by_memory().end() || (am.writes == 0 && it->second.writes == 0)) continue;
-          if (mem->inside(loop)) continue;  // made afresh by each iteration
-          for (const MemAccess& x : am.all) {
-            for (const MemAccess& y : it->second.all) {
-              if (!dependent_kinds(x, y, pass == 0 ? DepPairs::flow_anti : DepPairs::all)) continue;
+  // With `why`, pass 0 first looks for a flow dependence (a write, then a read of it in a later
+  // iteration: the clearest reason to give) and gives up quietly at the pair limit; pass 1, the
+  // only one a compile runs, looks for any dependence with the limit of its own.
+  for (int pass = why ? 0 : 1; pass < 2; ++pass) {
+    const bool flow_only = pass == 0;
+    int isl_pairs = 0;
+    bool over_limit = false;
+    for (size_t ga = 0; ga < groups.size() && !over_limit; ++ga) {
+      for (size_t gb = ga; gb < groups.size() && !over_limit; ++gb) {
+        const AccessGroup& a = *groups[ga];
+        const AccessGroup& b = *groups[gb];
+        for (const auto& [mem, am] : a.by_memory()) {
+          if (mem->inside(loop)) continue;  // allocated in the loop: each iteration's own
+          auto it = b.by_memory().find(mem);
+          if (it == b.by_memory().end() || (am.writes == 0 && it->second.writes == 0)) continue;
+          const std::vector<MemAccess>& xs = am.all;
+          const std::vector<MemAccess>& ys = it->second.all;
+          for (size_t ix = 0; ix < xs.size(); ++ix) {
+            // Within one group, pass 1 checks both orders of a pair at once: (y, x) repeats (x, y).
+            for (size_t iy = ga == gb && !flow_only ? ix : 0; iy < ys.size(); ++iy) {
+              const MemAccess& x = xs[ix];
+              const MemAccess& y = ys[iy];
+              ++node_visit_counter();
+              if (!dependent_kinds(x, y, flow_only ? DepPairs::flow_anti : DepPairs::all)) continue;
               auto dependent = [&](DepWhy::Cause cause, bool x_first) {
                 if (why) *why = x_first ? DepWhy{cause, x, y} : DepWhy{cause, y, x};
                 return true;
               };
-              if (++isl_pairs > kMaxIslPairs) return dependent(DepWhy::Cause::too_many, true);
-              const Isl<isl_map>& mx = map_of(x, *groups[i]);
-              const Isl<isl_map>& my = map_of(y, *groups[j]);
+              ++stats_.pairs;
+              // By syntax: one side writes its whole memory in every iteration and the other
+              // touches some element of it in another iteration (flow-first: the writer first).
+              if (may_repeat(loop)) {
+                if (covers_memory(x, a.shape()) && runs_in_model(y, b.shape()) && (!flow_only || reads(y))) {
+                  ++stats_.fast;
+                  return dependent(DepWhy::Cause::crosses, true);
+                }
+                if (covers_memory(y, b.shape()) && runs_in_model(x, a.shape()) && (!flow_only || reads(x))) {
+                  ++stats_.fast;
+                  return dependent(DepWhy::Cause::crosses, false);
+                }
+              }
+              if (syntactic_only()) return dependent(DepWhy::Cause::unknown, true);
+              if (++isl_pairs > kMaxIslPairs) {
+                ++stats_.too_many;
+                if (flow_only) {
+                  over_limit = true;
+                  break;
+                }
+                return dependent(DepWhy::Cause::too_many, true);
+              }
+              ++stats_.isl;
+              const Isl<isl_map>& mx = map_of(x, a);
+              const Isl<isl_map>& my = map_of(y, b);
               if (!mx || !my) return dependent(DepWhy::Cause::unknown, true);
               Isl<isl_map> meet(isl_map_apply_range(mx.copy(), isl_map_reverse(my.copy())));
               if (!meet) return dependent(DepWhy::Cause::unknown, true);
               // The counter is each side's first loop dimension, after its thread's coordinates.
-              const auto dx = static_cast<unsigned>(groups[i]->shape().size());
-              const auto dy = static_cast<unsigned>(groups[j]->shape().size());
+              const auto dx = static_cast<unsigned>(a.shape().size());
+              const auto dy = static_cast<unsigned>(b.shape().size());
               Isl<isl_map> lt(isl_map_order_lt(meet.copy(), isl_dim_in, dx, isl_dim_out, dy));
               Isl<isl_map> gt(isl_map_order_gt(meet.copy(), isl_dim_in, dx, isl_dim_out, dy));
               if (!lt || !gt) return dependent(DepWhy::Cause::unknown, true);
-              const bool x_writes = x.kind != AccessKind::read;
               const bool x_then_y = isl_map_is_empty(lt.get()) != isl_bool_true;
               const bool y_then_x = isl_map_is_empty(gt.get()) != isl_bool_true;
-              if (pass == 0) {  // only the order that makes it a flow dependence
+              if (flow_only) {  // only the order that makes it a flow dependence
+                const bool x_writes = writes(x);
                 if (x_writes ? x_then_y : y_then_x) return dependent(DepWhy::Cause::crosses, x_writes);
                 continue;
               }
               if (x_then_y || y_then_x) return dependent(DepWhy::Cause::crosses, x_then_y);
             }
+            if (over_limit) break;
           }
-        }
-      }
-    }
-  }
-  return false;
-}
-
-bool DependenceAnalysis::loop_carries(const Node* loop, const std::vector<const AccessGroup*>& groups) {
-  int isl_pairs = 0;
-  for (size_t ga = 0; ga < groups.size(); ++ga) {
-    for (size_t gb = ga; gb < groups.size(); ++gb) {
-      const AccessGroup& a = *groups[ga];
-      const AccessGroup& b = *groups[gb];
-      for (const auto& [mem, am] : a.by_memory()) {
-        if (mem->inside(loop)) continue;  // allocated in the loop: each iteration's own
-        auto it = b.by_memory().find(mem);
-        if (it == b.by_memory().end() || (am.writes == 0 && it->second.writes == 0)) continue;
-        for (const MemAccess& x : am.all) {
-          for (const MemAccess& y : it->second.all) {
-            ++node_visit_counter();
-            if (!dependent_kinds(x, y, DepPairs::all)) continue;
-            ++stats_.pairs;
-            if (++isl_pairs > kMaxIslPairs) {
-              ++stats_.too_many;
-              return true;
-            }
-            ++stats_.isl;
-            if (!impl_) impl_ = std::make_unique<Impl>();
-            Isl<isl_map> mx = impl_->access_map(x, a.shape(), nullptr, loop);
-            Isl<isl_map> my = impl_->access_map(y, b.shape(), nullptr, loop);
-            if (!mx || !my) return true;
-            Isl<isl_map> meet(isl_map_apply_range(mx.take(), isl_map_reverse(my.take())));
-            if (!meet) return true;
-            // The counter is dimension rank(a) of x's space and rank(b) of y's.
-            const auto ta = static_cast<unsigned>(a.shape().size()), tb = static_cast<unsigned>(b.shape().size());
-            Isl<isl_map> lt(isl_map_order_lt(meet.copy(), isl_dim_in, ta, isl_dim_out, tb));
-            Isl<isl_map> gt(isl_map_order_gt(meet.copy(), isl_dim_in, ta, isl_dim_out, tb));
-            if (!lt || !gt || isl_map_is_empty(lt.get()) != isl_bool_true || isl_map_is_empty(gt.get()) != isl_bool_true)
-              return true;
-          }
+          if (over_limit) break;
         }
       }
     }
@@ -571,32 +1020,41 @@ MemAccess access_of(const Node* n) {
 
 uint64_t DependenceAnalysis::ignored_axes(const Node* n, const std::vector<Node*>& shape) {
   if (!is_access(n) || n->flat || shape.size() > 64) return 0;
-  ++stats_.isl;
-  if (!impl_) impl_ = std::make_unique<Impl>();
-  Isl<isl_map> m = impl_->access_map(access_of(n), shape);
-  if (!m || isl_map_is_single_valued(m.get()) != isl_bool_true) return 0;
-  // Pairs of instances that touch one element (a function: pairs with equal values).
-  Isl<isl_map> meet(isl_map_apply_range(m.copy(), isl_map_reverse(m.copy())));
-  Isl<isl_set> dom(isl_map_domain(m.copy()));
-  if (!meet || !dom) return 0;
-  const int sdims = static_cast<int>(isl_set_dim(dom.get(), isl_dim_set));
-  uint64_t out = 0;
-  for (int a = 0; a < static_cast<int>(shape.size()); ++a) {
-    // Every pair of instances equal except in coordinate a must meet.
-    isl_map* r = isl_map_from_domain_and_range(dom.copy(), dom.copy());
-    for (int d = 0; d < sdims; ++d)
-      if (d != a) r = isl_map_equate(r, isl_dim_in, static_cast<unsigned>(d), isl_dim_out, static_cast<unsigned>(d));
-    Isl<isl_map> same(r);
-    if (same && isl_map_is_subset(same.get(), meet.get()) == isl_bool_true) out |= uint64_t{1} << a;
+  QueryTimer timer(stats_);
+  ++stats_.fast;
+  // By syntax: when every index is exact in the model, the element is a function of the
+  // coordinates the indices name (an axis of constant size 1 is always 0 under clamp and wrap,
+  // whatever its index), so the other axes are ignored. An index the model over-approximates
+  // would make the relation not single-valued (any element of an axis): none then. isl finds
+  // more only for indices that name a coordinate they do not depend on (i * 0, i - i), which
+  // simplify folds first.
+  const Node* mem = n->operand(0);
+  const std::vector<const Node*> loops = enclosing_loops(n);
+  uint64_t named = 0;
+  for (int a = 0; a < mem->rank(); ++a) {
+    if (const_dim(mem->shape[static_cast<size_t>(a)]) == 1 && n->mode != IndexMode::unsafe) continue;
+    int budget = kMaxExprNodes;
+    if (!index_axes(n->operand(n->first_index_operand() + a), shape, loops, &named, &budget)) return 0;
   }
-  return out;
+  const uint64_t every = shape.size() == 64 ? ~uint64_t{0} : (uint64_t{1} << shape.size()) - 1;
+  return every & ~named;
 }
 
 bool DependenceAnalysis::injective_on(const Node* n, const std::vector<Node*>& shape, uint64_t axes) {
   if (!is_access(n) || n->flat) return false;
+  QueryTimer timer(stats_);
+  if (n->mode != IndexMode::unsafe) {  // every index lands in its axis: an element is its indices
+    ++stats_.fast;
+    switch (injective_by_syntax(n, shape, axes)) {
+      case Syntax::yes: return true;
+      case Syntax::no: return false;
+      case Syntax::open: --stats_.fast; break;
+    }
+  }
+  if (syntactic_only()) return false;
   ++stats_.isl;
   if (!impl_) impl_ = std::make_unique<Impl>();
-  Isl<isl_map> m = impl_->access_map(access_of(n), shape);
+  Isl<isl_map> m = impl_->cached_map(access_of(n), shape);
   if (!m) return false;
   Isl<isl_map> meet(isl_map_apply_range(m.copy(), isl_map_reverse(m.copy())));
   if (!meet) return false;
@@ -622,7 +1080,7 @@ bool DependenceAnalysis::own_element(const Node* n, const std::vector<Node*>& sh
   if (syntactic_only()) return false;
   ++stats_.isl;
   if (!impl_) impl_ = std::make_unique<Impl>();
-  Isl<isl_map> m = impl_->access_map(x, shape);
+  Isl<isl_map> m = impl_->cached_map(x, shape);
   if (!m) return false;
   for (int d = 0; d < mem->rank(); ++d) {
     Isl<isl_map> lt(isl_map_order_lt(m.copy(), isl_dim_in, static_cast<unsigned>(d), isl_dim_out, static_cast<unsigned>(d)));

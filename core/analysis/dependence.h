@@ -116,33 +116,29 @@ class DependenceAnalysis {
   bool within_thread(const AccessGroup& a, const AccessGroup& b, DepPairs pairs = DepPairs::all,
                      DepWhy* why = nullptr);
 
-  // Whether host loop `loop` carries a dependence: an access of one of `groups` (the kernels and
-  // host statements of its body, in program order) in one iteration meets one in another (flow,
-  // anti or output). Host values made inside the body count as unknown; memories made inside it
-  // are new in each iteration. `why` gets the pair,
-  // the earlier iteration's access first. Used by prog.explain() only.
-  bool carried(const Node* loop, const std::vector<const AccessGroup*>& groups, DepWhy* why = nullptr);
-
   // Whether access n of a kernel (or device scope) of shape `shape` touches exactly its thread's
   // element: the memory has that shape and isl proves the index map is the identity (clamp(i)
   // for i in range, i % N, ...). at_own_element is the syntactic special case.
   bool own_element(const Node* n, const std::vector<Node*>& shape);
 
-  // Whether host loop `loop` carries a dependence among `groups` (the accesses of the kernels
-  // directly in its body, each with its own shape and lead 0): two accesses of one memory, one a
-  // write (updates of one kind commute), that may touch one element in different iterations.
-  // The counter is an iteration dimension here, not a parameter; memories allocated inside the
-  // loop are each iteration's own and never carry one. Used by parallelize_host_loops.
-  bool loop_carries(const Node* loop, const std::vector<const AccessGroup*>& groups);
+  // Whether host loop `loop` carries a dependence among `groups` (the accesses of the kernels and
+  // host statements of its body, in program order, each group with its own shape): two accesses of
+  // one memory, one a write (updates of one kind commute), that may touch one element in different
+  // iterations. The counter is an iteration dimension here, not a parameter; host values made
+  // inside the body that are not affine in it are unknown; memories allocated inside the loop are
+  // each iteration's own and never carry one. `why`, when given, gets the pair (the earlier
+  // iteration's access first), a flow dependence in preference to the others
+  // (parallelize_host_loops asks without it, prog.explain() with it).
+  bool loop_carries(const Node* loop, const std::vector<const AccessGroup*>& groups, DepWhy* why = nullptr);
 
   // The thread axes (a bit each) that the element of access n (load/store/atomic, not flat, in a
-  // kernel of `shape`) does not depend on: isl shows its index map is a function (nothing
-  // over-approximated) whose value stays when only those coordinates change. 0 where it cannot.
+  // kernel of `shape`) does not depend on, by syntax: every index is exact in the model (nothing
+  // over-approximated) and names none of those coordinates. 0 where it cannot tell.
   uint64_t ignored_axes(const Node* n, const std::vector<Node*>& shape);
 
   // Whether any two instances of access n (kernel of `shape`, loops around it included) that touch
   // one element agree on every thread axis in `axes`: the index map is injective on them
-  // (A[2 * i + 1], a transpose, a shift). False where isl cannot show it.
+  // (A[2 * i + 1], a transpose, a shift). Syntax first, then isl; false where neither shows it.
   bool injective_on(const Node* n, const std::vector<Node*>& shape, uint64_t axes);
 
   const DependenceStats& stats() const { return stats_; }

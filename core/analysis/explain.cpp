@@ -232,7 +232,7 @@ void explain_host_loops(Program& p, ExplainLog& log) {
           all.push_back(&host);
           DepWhy why;
           std::string head = "host loop " + loop_name(c) + line_suffix(c) + " stays sequential";
-          log.loops[c->id] = dep.carried(c, all, &why)
+          log.loops[c->id] = dep.loop_carries(c, all, &why)
                                  ? head + ": " + dependence_text(why, who(why.first.node), who(why.second.node),
                                                                  "in an earlier iteration")
                                  : head + ", though no dependence crosses its iterations (Ember does not make host "

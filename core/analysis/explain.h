@@ -34,7 +34,7 @@ std::string memory_name(const Node* mem);
 // values (symbolic dims and arguments by name).
 std::string index_text(const Node* x);
 
-// The line for a dependence that within_thread (or carried) reported. `first_who`/`second_who`
+// The line for a dependence that within_thread (or loop_carries) reported. `first_who`/`second_who`
 // name the sides ("{K<id>}" or "the host"); `where`: "at another thread" or "in an earlier
 // iteration".
 std::string dependence_text(const DepWhy& why, const std::string& first_who, const std::string& second_who,

@@ -28,6 +28,7 @@ struct IslOps;
 EMBER_ISL_OPS(space)
 EMBER_ISL_OPS(local_space)
 EMBER_ISL_OPS(set)
+EMBER_ISL_OPS(basic_set)
 EMBER_ISL_OPS(map)
 EMBER_ISL_OPS(aff)
 EMBER_ISL_OPS(pw_aff)
