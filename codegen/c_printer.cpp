@@ -327,9 +327,11 @@ class KernelPrinter {
         }
     }
     if (lo.empty() || hi.empty()) { trip_const_ *= kUnknownTrips; return; }
-    const std::string step = std::to_string(s > 0 ? s : -s);
-    const std::string t = "(" + hi + " > " + lo + " ? (double)((" + hi + " - " + lo + " + " + step + " - 1) / " +
-                          step + ") : 0.0)";
+    // Multiplied by 1/step rather than divided: an estimate, and no division in the kernel text.
+    const int64_t step = s > 0 ? s : -s;
+    std::string t = "(" + hi + " > " + lo + " ? (double)(" + hi + " - " + lo + ")";
+    if (step != 1) t += " * " + std::to_string(1.0 / static_cast<double>(step));
+    t += " : 0.0)";
     trip_sym_ += (trip_sym_.empty() ? "" : " * ") + t;
   }
 
