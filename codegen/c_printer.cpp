@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <map>
 #include <set>
 #include <string_view>
 #include <unordered_map>
@@ -28,7 +29,16 @@ namespace {
 // this many iterations on.
 constexpr int kReductionChunks = 64;
 constexpr int64_t kMinChunkedTrips = 256;
-constexpr int64_t kParallelChunkedTrips = 1024;
+
+// OpenMP regions (Dialect::threads_open, rows_open, chunk_loop_open) run on one thread below this
+// much estimated work: threads x per-thread cost in op_info units, loops counted at their trip
+// count (a kernel parameter's value at run time; kUnknownTrips where the bounds vary per thread).
+// A fork/join costs microseconds on an idle machine but a scheduler slice (milliseconds) when a
+// core is busy, so small kernels stay on the calling thread. Packed products (cpu_gemm.h) go
+// parallel from kParallelMacs multiply-adds.
+constexpr double kParallelWork = 1 << 19;
+constexpr double kUnknownTrips = 64;
+constexpr int64_t kParallelMacs = int64_t{1} << 22;
 
 using Holes = std::initializer_list<std::pair<const char*, std::string>>;
 
@@ -79,23 +89,27 @@ class KernelPrinter {
     std::string interior;
     if (rows_ && has_edge_selects()) {
       const int cost = cost_;
+      const auto work = work_;
       interior_ = true;
       block(k_, 0);
       interior_ = false;
       interior = std::move(out_);
       out_.clear();
       cost_ = cost;
+      work_ = work;
     }
     // A contraction's epilogue: the body once more, its accumulator read from the packed sums
     // and its loop left out (ember_gemm::run computed the sums).
     if (gemm_found_) {
       const int cost = cost_;
+      const auto work = work_;
       epilogue_ = true;
       block(k_, 0);
       epilogue_ = false;
       epilogue_text_ = std::move(out_);
       out_.clear();
       cost_ = cost;
+      work_ = work;
     }
     GeneratedKernel g;
     g.kernel = k_;
@@ -281,6 +295,79 @@ class KernelPrinter {
     return name;
   }
 
+  // The text of a loop bound that every thread of the kernel sees with the same value before the
+  // threads start (a constant or a kernel parameter); "" otherwise.
+  std::string uniform_bound(const Node* o) const {
+    if (o->op == Op::constant) return std::to_string(o->i());
+    for (size_t i = 0; i < k_->params.size(); ++i)
+      if (k_->params[i] == o) return fill(d_.index_from_i32, {{"0", "p" + std::to_string(i)}});
+    return "";
+  }
+
+  // Multiplies the per-thread work of the statements of loop n (trip_const_, trip_sym_) by its
+  // trip count: known, a run-time text over kernel parameters, or kUnknownTrips.
+  void trips(const Node* n) {
+    const Node *b = n->operand(0), *e = n->operand(1), *st = n->operand(2);
+    if (st->op != Op::constant || st->i() == 0) { trip_const_ *= kUnknownTrips; return; }
+    const int64_t s = st->i();
+    if (b->op == Op::constant && e->op == Op::constant) {
+      const int64_t span = s > 0 ? e->i() - b->i() : b->i() - e->i(), step = s > 0 ? s : -s;
+      trip_const_ *= span > 0 ? static_cast<double>((span + step - 1) / step) : 0.0;
+      return;
+    }
+    std::string lo = uniform_bound(s > 0 ? b : e), hi = uniform_bound(s > 0 ? e : b);
+    // An upward loop to min(constant, x) from a constant (a register tile's edge) runs at most
+    // constant - begin times.
+    if (s > 0 && b->op == Op::constant && e->op == Op::min) {
+      for (const Node* o : e->operands)
+        if (o->op == Op::constant) {
+          const int64_t span = o->i() - b->i();
+          trip_const_ *= span > 0 ? static_cast<double>((span + s - 1) / s) : 0.0;
+          return;
+        }
+    }
+    if (lo.empty() || hi.empty()) { trip_const_ *= kUnknownTrips; return; }
+    // Multiplied by 1/step rather than divided: an estimate, and no division in the kernel text.
+    const int64_t step = s > 0 ? s : -s;
+    std::string t = "(" + hi + " > " + lo + " ? (double)(" + hi + " - " + lo + ")";
+    if (step != 1) t += " * " + std::to_string(1.0 / static_cast<double>(step));
+    t += " : 0.0)";
+    trip_sym_ += (trip_sym_.empty() ? "" : " * ") + t;
+  }
+
+  // The condition under which a region of `count` iterations, each doing the work `per` (op_info
+  // cost units by trip-count factors, as work_), runs in parallel: two iterations or more and
+  // kParallelWork or more in all.
+  static std::string parallel_condition(const std::string& count, const std::map<std::string, double>& per) {
+    double known = 0;
+    std::string sym;
+    for (const auto& [factors, units] : per) {
+      if (units <= 0) continue;
+      if (factors.empty()) known += units;
+      else sym += " + " + std::to_string(units) + " * " + factors;
+    }
+    if (sym.empty()) {
+      const double t = std::ceil(kParallelWork / std::max(known, 1.0));
+      return count + " >= " + std::to_string(static_cast<int64_t>(std::max(t, 2.0)));
+    }
+    return count + " >= 2 && (double)(" + count + ") * (" + std::to_string(known) + sym + ") >= " +
+           std::to_string(static_cast<int64_t>(kParallelWork));
+  }
+
+  // The condition that `count` chunks sharing the work `total` run in parallel.
+  static std::string chunks_condition(const std::string& count, const std::map<std::string, double>& total) {
+    double known = 0;
+    std::string sym;
+    for (const auto& [factors, units] : total) {
+      if (units <= 0) continue;
+      if (factors.empty()) known += units;
+      else sym += " + " + std::to_string(units) + " * " + factors;
+    }
+    if (sym.empty() && known < kParallelWork) return "false";
+    if (sym.empty()) return count + " >= 2";
+    return count + " >= 2 && " + std::to_string(known) + sym + " >= " + std::to_string(static_cast<int64_t>(kParallelWork));
+  }
+
   void loop(const Node* n, int loops) {
     std::string begin = ref(n->operand(0)), end = bound(n->operand(1)), step = bound(n->operand(2));
     std::vector<ReductionVar> acc = chunkable_reduction(n);
@@ -324,8 +411,10 @@ class KernelPrinter {
     auto part = [&](size_t i) { return "ember_p" + id + "_" + std::to_string(i); };
     for (size_t i = 0; i < acc.size(); ++i)
       line(type(acc[i].var->dtype) + " " + part(i) + "[" + std::to_string(kReductionChunks) + "];");
-    line(fill(d_.chunk_loop_open, {{"c", c}, {"n", chunks}, {"trips", trips},
-                                   {"threshold", std::to_string(kParallelChunkedTrips)}}));
+    // Parallel when the whole loop (its work, known once its body is printed) is large enough.
+    const std::string mark = "@ember_parallel" + id + "@";
+    const std::map<std::string, double> before = work_;
+    line(fill(d_.chunk_loop_open, {{"c", c}, {"n", chunks}, {"parallel", mark}}));
     ++depth_;
     for (const ReductionVar& r : acc) {
       const DType t = r.var->dtype;
@@ -336,6 +425,11 @@ class KernelPrinter {
     decl(from, lo + " + " + c + " * " + per + " * " + step);
     decl(to, from + " + " + per + " * " + step + " < " + hi + " ? " + from + " + " + per + " * " + step + " : " + hi);
     loop_with_bounds(n, loops, from, to, step);
+    std::map<std::string, double> body = work_;
+    for (const auto& [factors, units] : before) body[factors] -= units;
+    const size_t at = out_.find(mark);
+    EMBER_INTERNAL_ASSERT(at != std::string::npos, "chunked loop mark missing in kernel #" << k_->index);
+    out_.replace(at, mark.size(), chunks_condition(chunks, body));
     for (size_t i = 0; i < acc.size(); ++i) line(part(i) + "[" + c + "] = " + ref(acc[i].var) + ";");
     --depth_;
     line(d_.block_close);
@@ -496,6 +590,7 @@ class KernelPrinter {
 
   void stmt(const Node* n, int loops) {
     cost_ += op_info(n->op).cost;
+    work_[trip_sym_] += op_info(n->op).cost * trip_const_;
     if (opt_.source_comments && n->op != Op::constant && n->op != Op::index && n->loc.known() &&
         n->loc != last_loc_) {
       last_loc_ = n->loc;
@@ -562,10 +657,16 @@ class KernelPrinter {
         break;
       }
       case Op::loop:
+      {
         if (epilogue_ && n == gemm_.loop) break;  // its sums come from ember_gemm::run
-        has_loop_ = true;
+        const double c = trip_const_;
+        const std::string sym = trip_sym_;
+        trips(n);
         loop(n, loops);
+        trip_const_ = c;
+        trip_sym_ = sym;
         break;
+      }
       case Op::if_:
         line(fill(d_.if_open, {{"c", ref(n->operand(0))}}));
         ++depth_;
@@ -795,6 +896,16 @@ class KernelPrinter {
     line("auto ember_epilogue = [&](const float* ember_sums, int64_t ember_ld, int64_t ember_bt, int64_t ember_i0, "
          "int64_t ember_i1, int64_t ember_j0, int64_t ember_j1) {");
     ++depth_;
+    // The memories, params and sizes again as locals of the epilogue, shadowing the captured
+    // ones: a store through a memory (-fno-strict-aliasing) would otherwise reload every
+    // captured pointer and value after it, and the columns loop would not vectorize.
+    std::vector<std::string> names{"ember_M"};
+    for (size_t i = 0; i < k_->memories.size(); ++i) names.push_back("m" + std::to_string(i));
+    for (size_t i = 0; i < k_->params.size(); ++i) names.push_back("p" + std::to_string(i));
+    for (const std::string& n : names) line("const auto ember_l_" + n + " = " + n + ";");
+    line("{");
+    ++depth_;
+    for (const std::string& n : names) line("const auto " + n + " = ember_l_" + n + "; (void)" + n + ";");
     line("for (int64_t ember_i = ember_i0; ember_i < ember_i1; ++ember_i) {");
     ++depth_;
     line("const int64_t row = ember_bt * ember_M + ember_i;");
@@ -817,9 +928,11 @@ class KernelPrinter {
     --depth_;
     line("}");
     --depth_;
+    line("}");
+    --depth_;
     line("};");
     line("ember_gemm::run(ember_B, ember_M, len, ember_K, " + ref(gemm_.a->operand(0)) + ", " + ref(gemm_.b->operand(0)) +
-         ", ember_a, ember_b, ember_epilogue, ember_B * ember_M * len * ember_K >= 32768);");
+         ", ember_a, ember_b, ember_epilogue, ember_B * ember_M * len * ember_K >= " + std::to_string(kParallelMacs) + ");");
     line("return;");
     depth_ = 2;
     line("}");
@@ -1021,10 +1134,10 @@ class KernelPrinter {
       coords.push_back(fill(d_.decl_const, {{"T", type(DType::i32)}, {"name", "c" + std::to_string(a)},
                                             {"e", fill(d_.i32_from_index, {{"0", q}})}}));
     }
-    int threshold = has_loop_ ? 2 : std::clamp(16384 / std::max(cost_, 1), 16, 4096);
+    const std::string parallel = parallel_condition("end - begin", work_);
     if (gemm_found_) gemm_frame(coords, last_coord);
     if (rows) {
-      line(fill(d_.rows_open, {{"tid", "tid"}, {"len", "len"}, {"threshold", std::to_string(threshold)}}));
+      line(fill(d_.rows_open, {{"tid", "tid"}, {"len", "len"}, {"parallel", parallel}}));
       depth_ = 2;
       for (const std::string& c : coords) line(c);
       auto decl = [&](const char* name, const std::string& e) {
@@ -1045,7 +1158,7 @@ class KernelPrinter {
       depth_ = 1;
       line(d_.block_close);
     } else {
-      line(fill(d_.threads_open, {{"tid", "tid"}, {"threshold", std::to_string(threshold)}}));
+      line(fill(d_.threads_open, {{"tid", "tid"}, {"parallel", parallel}}));
       depth_ = 2;
       for (const std::string& c : coords) line(c);
       out_ += body;
@@ -1083,7 +1196,11 @@ class KernelPrinter {
   int next_group_ = 0;
   int depth_ = 0;
   int cost_ = 0;
-  bool has_loop_ = false;
+  // Estimated per-thread work (parallel_condition): op_info cost units by the product text of
+  // the run-time trip counts that multiply them ("": none), and the current loop nest's factors.
+  std::map<std::string, double> work_;
+  double trip_const_ = 1;
+  std::string trip_sym_;
   int in_reduction_loop_ = 0;
   std::string out_;
 };

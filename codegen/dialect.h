@@ -6,8 +6,8 @@
 // so C blocks can be written as is. Holes used: {0} {1} {2} operands; {T} a type name;
 // {name} a variable or kernel name; {e} an expression; {i} a slot; {mem} {idx} {val} memory
 // access; {begin} {end} {step} {cond} loops; {c} a condition; {tid} the flat thread id;
-// {threshold} a serial-below thread count; {group} threads per workgroup and {nmem} the number
-// of memories (GPU kernel framing).
+// {parallel} the condition for running a region on every thread (the printer's work estimate);
+// {group} threads per workgroup and {nmem} the number of memories (GPU kernel framing).
 #pragma once
 #include <array>
 #include <string>
@@ -138,7 +138,7 @@ struct Dialect {
   // A one-thread kernel's top-level reduction loop (a full reduction to a scalar) split into at
   // most kReductionChunks chunks that run in parallel, their partial results combined in chunk
   // order (the same result for any number of threads): opens the loop over chunks {c} < {n},
-  // parallel when the loop has at least {threshold} iterations ({trips}). Empty: one thread.
+  // parallel when {parallel} holds (enough work in the whole loop). Empty: one thread.
   std::string chunk_loop_open;
   std::string break_stmt = "break;";
   std::string continue_stmt = "continue;";
@@ -154,7 +154,7 @@ struct Dialect {
   std::string kernel_open;       // {name}; also {nmem} {nparams}: the kernel's memory and param counts
   std::string local_mem_decl;    // per memory, inside the kernel: {i} {T}=mem_type
   std::string param_word;        // the 32-bit word of param {i}; bitcast[u32][dtype] applied
-  std::string threads_open;      // opens the per-thread scope defining {tid}; {threshold}
+  std::string threads_open;      // opens the per-thread scope defining {tid}; {parallel}
   std::string threads_close;
   // Optional rows x columns form for kernels of rank >= 2, replacing threads_open/close:
   // rows_open opens a (parallel) loop over `row` covering threads [begin, end) with rows of

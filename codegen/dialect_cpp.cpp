@@ -220,7 +220,7 @@ Dialect make_cpp() {
   d.reduction_clause = " reduction({op}:{name})";
   d.reduction_in_order = " simdlen(1)";
   d.chunk_loop_open =
-      "#pragma omp parallel for schedule(static) if ({trips} >= {threshold})\n"
+      "#pragma omp parallel for schedule(static) if ({parallel})\n"
       "for (int64_t {c} = 0; {c} < {n}; ++{c}) {";
   d.thread_exit = "continue;";  // the per-thread scope is an OpenMP loop body
   d.kernel_open =
@@ -228,11 +228,11 @@ Dialect make_cpp() {
   d.local_mem_decl = "{T}* const m{i} = reinterpret_cast<{T}*>(mem[{i}]);";
   d.param_word = "params[{i}]";
   d.threads_open =
-      "#pragma omp parallel for schedule(static) if (end - begin >= {threshold})\n"
+      "#pragma omp parallel for schedule(static) if ({parallel})\n"
       "for (int64_t {tid} = begin; {tid} < end; ++{tid}) {";
   d.threads_close = "}";
   d.rows_open =
-      "#pragma omp parallel for schedule(static) if (end - begin >= {threshold})\n"
+      "#pragma omp parallel for schedule(static) if ({parallel})\n"
       "for (int64_t row = begin / {len}; row < (end + {len} - 1) / {len}; ++row) {";
   // Threads are independent (the rows loop above runs them in parallel): ivdep lets the columns
   // loop vectorize where GCC cannot rule out aliasing, e.g. sin/cos's table gather (core/math).

@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "backends/cpu/cpu.h"
+#include "backends/cpu/cpu_threads.h"
 #include "codegen/c_printer.h"
 #include "core/support/log.h"
 
@@ -40,6 +41,7 @@ class CpuRunner : public KernelRunner {
       mem = large.data();
     }
     for (size_t i = 0; i < memories.size(); ++i) mem[i] = memories[i]->data;
+    cpu_threads_for_next_kernel();
     it->second.fn(mem, params.data(), 0, threads);
   }
 

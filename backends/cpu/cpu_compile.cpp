@@ -51,6 +51,7 @@
 #include "backends/compile_cache.h"
 #include "backends/compile_jobs.h"
 #include "backends/cpu/cpu.h"
+#include "backends/cpu/cpu_threads.h"
 
 extern char** environ;
 
@@ -141,6 +142,7 @@ std::shared_ptr<CpuLibrary> load(const std::string& path, std::string* error) {
     return nullptr;
   }
   pin_openmp_runtime(h);
+  cpu_threads_bind(h);
   auto lib = std::make_shared<CpuLibrary>();
   lib->handle = h;
   lib->path = path;
