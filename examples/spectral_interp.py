@@ -6,7 +6,7 @@ contracted loop outward, so the innermost loop runs along the last, contiguous a
 em.schedule that isl checks before it is applied (interchange(n1, l1), interchange(m1, l1) and
 interchange(n2, m2), as the paper's interchange(i4, i3), interchange(i4, i2), interchange(j2, j1)).
 
-Usage: /usr/bin/python3 examples/spectral_interp.py [--elements 128] [--n 16] [--backend cpu]
+Usage: /usr/bin/python3 examples/spectral_interp.py [--elements 16] [--n 33] [--backend cpu]
 """
 import argparse
 import time
@@ -65,8 +65,8 @@ def make_inputs(elements, n, seed=0):
 def main():
     """Checks both loop orders against NumPy and times them."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--elements", type=int, default=128)
-    p.add_argument("--n", type=int, default=16)
+    p.add_argument("--elements", type=int, default=16)
+    p.add_argument("--n", type=int, default=33)  # the paper's data size
     p.add_argument("--backend", default="cpu")
     a = p.parse_args()
     em.init(backend=a.backend)

@@ -10,8 +10,8 @@ import numpy as np
 from common import import_ember, import_example
 
 NAME = "spectral_interp"
-DEFAULT_N = 128  # mesh elements (E); the polynomial order is fixed below
-ORDER = 16       # N: values per element edge
+DEFAULT_N = 16  # mesh elements (E); the points per element edge are fixed below
+ORDER = 33       # N: values per element edge (the paper's data size)
 
 
 def make_inputs(n, seed=0):
