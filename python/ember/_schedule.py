@@ -55,14 +55,22 @@ def _kernel(ref, what):
 def interchange(a, b):
     """interchange(a, b) -> request: swap loop a and loop b, nested one directly in the other
     with nothing else in the outer one's body (a perfect nest). Illegal when a dependence has an
-    earlier iteration of the outer loop and a later one of the inner (a wavefront)."""
+    earlier iteration of the outer loop and a later one of the inner (a wavefront).
+
+    >>> em.schedule.interchange("n1", "l1")
+    em.schedule.interchange('n1', 'l1')
+    """
     return Request("interchange", (_loop(a, "interchange"), _loop(b, "interchange")))
 
 
 def tile(loop, size):
     """tile(loop, size) -> request: strip-mine a loop with a constant step: an outer loop
     ``<loop>_tile`` steps by `size` tiles and `loop` runs inside one tile (interchange the tile
-    loop outward to block). Keeps every order, so it is always legal."""
+    loop outward to block). Keeps every order, so it is always legal.
+
+    >>> em.schedule.tile("k", 8)
+    em.schedule.tile('k', 8)
+    """
     if not isinstance(size, int) or isinstance(size, bool) or size < 2:
         raise _C.TypeError(f"tile: the size must be an int >= 2, got {size!r}")
     return Request("tile", (_loop(loop, "tile"), size))
@@ -71,13 +79,21 @@ def tile(loop, size):
 def parallelize(loop):
     """parallelize(loop) -> request: a loop that is its kernel's whole body (besides index math)
     becomes the kernel's last axis: its iterations run as threads. Illegal when one iteration
-    touches an element another iteration writes."""
+    touches an element another iteration writes.
+
+    >>> em.schedule.parallelize("r")
+    em.schedule.parallelize('r')
+    """
     return Request("parallelize", (_loop(loop, "parallelize"),))
 
 
 def fuse(k1, k2):
     """fuse(k1, k2) -> request: kernel k2 joins kernel k1 (same shape, adjacent), even where the
-    cost model would keep them apart. Illegal when a dependence between them crosses threads."""
+    cost model would keep them apart. Illegal when a dependence between them crosses threads.
+
+    >>> em.schedule.fuse(0, "q")
+    em.schedule.fuse(0, 'q')
+    """
     return Request("fuse", (_kernel(k1, "fuse"), _kernel(k2, "fuse")))
 
 
