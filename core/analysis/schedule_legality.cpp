@@ -34,8 +34,7 @@ int loop_depth(const Node* n, const Node* l) {
 // loops outside `scope` (S_x -> S_y; the dims of scope's loop are at `base`), and says whether
 // the pair breaks the request. Returns false at the first such pair (in `why`).
 template <typename Test>
-bool no_pair(DependenceAnalysis& da, const Node* kernel, const Node* scope, const Node* fresh, DepWhy* why,
-             Test test) {
+bool no_pair(DependenceAnalysis& da, const Node* kernel, const Node* scope, const Node* fresh, DepWhy* why, Test test) {
   AccessGroup g(kernel->shape, kernel->rank());
   g.add(const_cast<Node*>(scope));
   const auto rank = static_cast<unsigned>(kernel->rank());

@@ -56,8 +56,7 @@ class Scheduler {
       size_t used = 0;
       long v = std::stol(s, &used);
       if (used == s.size()) return v;
-    } catch (const std::exception&) {
-    }
+    } catch (const std::exception&) {}
     fail("'" + s + "' is not a whole number");
   }
 
@@ -130,7 +129,8 @@ class Scheduler {
     if (a == b) fail("a loop cannot be swapped with itself");
     if (a->parent == b) std::swap(a, b);
     if (b->parent != a)
-      fail("loop " + names_.at(b) + " is not directly inside loop " + names_.at(a) + " (only loops nested one in the "
+      fail("loop " + names_.at(b) + " is not directly inside loop " + names_.at(a) +
+           " (only loops nested one in the "
            "other swap)");
     for (const Node* c = a->first_child; c; c = c->next)
       if (c != b && !has_flag(c->op, F_PURE))
@@ -265,8 +265,7 @@ class Scheduler {
     gb.add(b);
     DepWhy why;
     if (!da_.within_thread(ga, gb, DepPairs::all, &why))
-      fail("it would break a dependence: " +
-           dependence_text(why, kernel_text(a), kernel_text(b), "at another thread"));
+      fail("it would break a dependence: " + dependence_text(why, kernel_text(a), kernel_text(b), "at another thread"));
     for (Node* c : between) {
       p_.unlink(c);
       p_.insert_before(a, c);
