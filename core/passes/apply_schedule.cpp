@@ -41,9 +41,22 @@ class Scheduler {
     request_ = op + "(";
     for (size_t i = 0; i < args_.size(); ++i) request_ += (i ? ", " : "") + args_[i];
     request_ += ")";
-    if (op == "interchange" && args_.size() == 2) return interchange(loop(args_[0]), loop(args_[1]));
+    if (op == "interchange" && args_.size() == 2) {
+      // A kernel axis and the loop that is its kernel's body swap too.
+      for (int side = 0; side < 2; ++side) {
+        const std::string& axis_name = args_[static_cast<size_t>(side)];
+        if (has_loop(axis_name)) continue;
+        int axis = -1;
+        Node* k = kernel_axis(axis_name, &axis);
+        if (!k) continue;
+        Node* l = loop(args_[static_cast<size_t>(1 - side)]);
+        if (l->enclosing_kernel() != k) fail("loop " + names_.at(l) + " is not in the kernel of axis " + axis_name);
+        return loop_to_axis(l, axis);
+      }
+      return interchange(loop(args_[0]), loop(args_[1]));
+    }
     if (op == "tile" && args_.size() == 2) return tile(loop(args_[0]), number(args_[1]));
-    if (op == "parallelize" && args_.size() == 1) return parallelize(loop(args_[0]));
+    if (op == "parallelize" && args_.size() == 1) return loop_to_axis(loop(args_[0]), -1);
     if (op == "fuse" && args_.size() == 2) return fuse(kernel(args_[0]), kernel(args_[1]));
     fail("not a schedule request (interchange A B, tile A T, parallelize A, fuse K1 K2)");
   }
@@ -88,6 +101,28 @@ class Scheduler {
     std::string lines;
     for (const Node* n : found) lines += (lines.empty() ? "" : ",") + at_line(n);
     fail("'" + name + "' names " + std::to_string(found.size()) + " loops" + lines + "; give them different names");
+  }
+
+  bool has_loop(const std::string& name) const {
+    for (const auto& [n, nm] : names_)
+      if (nm == name && !n->dead) return true;
+    return false;
+  }
+
+  // The kernel with an axis the user named `name` (its `as (i, j)` line), and the axis; null if none.
+  Node* kernel_axis(const std::string& name, int* axis) const {
+    std::vector<std::pair<Node*, int>> found;
+    p_.for_each([&](Node* n) {
+      if (n->op != Op::kernel) return;
+      std::vector<std::string> names = as_names(n);
+      if (static_cast<int>(names.size()) != n->rank()) return;
+      for (int a = 0; a < n->rank(); ++a)
+        if (names[static_cast<size_t>(a)] == name) found.emplace_back(n, a);
+    });
+    if (found.size() > 1) fail("'" + name + "' names an axis of " + std::to_string(found.size()) + " kernels");
+    if (found.empty()) return nullptr;
+    *axis = found[0].second;
+    return found[0].first;
   }
 
   // The kernel the user named: its number in program order, or a name of its axes.
@@ -191,7 +226,10 @@ class Scheduler {
     names_[t] = names_.at(l) + "_tile";
   }
 
-  void parallelize(Node* l) {
+  // parallelize (axis -1): loop l, its kernel's body, becomes a new last axis. interchange with
+  // kernel axis `axis`: l's iterations become that axis's threads and l loops over the axis's
+  // old range (counter = the old coordinate).
+  void loop_to_axis(Node* l, int axis) {
     Node* k = l->enclosing_kernel();
     const std::string& name = names_.at(l);
     if (l->parent != k)
@@ -227,16 +265,51 @@ class Scheduler {
     }
     const std::vector<Node*> old_shape(k->shape.begin(), k->shape.end());
     std::vector<Node*> shape = old_shape;
-    shape.push_back(trips);
+    std::vector<Node*> old_index;  // the swapped axis's coordinate: l's counter from now on
+    if (axis < 0) {
+      shape.push_back(trips);
+    } else {
+      shape[static_cast<size_t>(axis)] = trips;
+      walk_subtree(k, [&](Node* n) {
+        if (n->op == Op::index && n->axis == axis) old_index.push_back(n);
+      });
+      // Everything else in k is pure: it runs in each iteration of l now (it may read the axis).
+      Node* anchor = l->first_child;
+      for (Node* c = k->first_child; c;) {
+        Node* next = c->next;
+        if (c != l) {
+          p_.unlink(c);
+          if (anchor)
+            p_.insert_before(anchor, c);
+          else
+            p_.append(l, c);
+        }
+        c = next;
+      }
+    }
     walk_subtree(k, [&](Node* n) {
       if (n == k || same_shape(n->shape, old_shape)) p_.set_shape(n, shape);
     });
-    b.set_insert_before(k->first_child);
-    Node* idx = b.index(static_cast<int>(old_shape.size()), shape);
+    // A fresh coordinate node (value numbering would hand back an old one of this axis).
+    Node* idx = p_.create(Op::index, DType::i32, shape);
+    idx->axis = axis < 0 ? static_cast<int>(old_shape.size()) : axis;
+    idx->loc = l->loc;
+    p_.prepend(k, idx);
+    b.set_insert_before(idx->next);
     Node* counter = idx;
     if (step != 1) counter = b.binary(Op::mul, counter, b.i32(static_cast<int32_t>(step)));
     if (!(begin->op == Op::constant && begin->i() == 0)) counter = b.binary(Op::add, counter, begin);
     p_.replace_all_uses(l, counter);
+    if (axis >= 0) {  // l now runs over the axis's old range
+      for (Node* n : old_index) {
+        p_.replace_all_uses(n, l);
+        p_.erase(n);
+      }
+      p_.set_operand(l, 0, b.i32(0));
+      p_.set_operand(l, 1, old_shape[static_cast<size_t>(axis)]);
+      p_.set_operand(l, 2, b.i32(1));
+      return;
+    }
     while (Node* c = l->first_child) {
       p_.unlink(c);
       p_.insert_before(l, c);

@@ -1,6 +1,7 @@
 // apply_schedule: applies the user's schedule (Program::schedule, from em.Program.schedule) to the
 // kernels' loops before merge_kernels. Requests, one a line, in order:
-//   interchange A B   swap loop A and loop B (perfectly nested, B directly in A, or A in B)
+//   interchange A B   swap loop A and loop B (perfectly nested, B directly in A, or A in B), or
+//                     a kernel axis A and the loop B that is its kernel's body
 //   tile A T          strip-mine loop A by T: an outer loop A_tile steps by T, A runs one tile
 //   parallelize A     loop A (its kernel's whole body) becomes the kernel's last axis
 //   fuse K1 K2        kernel K2 joins kernel K1 (same shape, adjacent)

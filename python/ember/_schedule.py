@@ -55,7 +55,10 @@ def _kernel(ref, what):
 def interchange(a, b):
     """interchange(a, b) -> request: swap loop a and loop b, nested one directly in the other
     with nothing else in the outer one's body (a perfect nest). Illegal when a dependence has an
-    earlier iteration of the outer loop and a later one of the inner (a wavefront).
+    earlier iteration of the outer loop and a later one of the inner (a wavefront). One of them may
+    be a kernel axis (``as (i, j)``) whose kernel is the loop: the loop's iterations become that
+    axis's threads and the loop runs over the axis's old range (illegal when the loop carries a
+    dependence).
 
     >>> em.schedule.interchange("n1", "l1")
     em.schedule.interchange('n1', 'l1')

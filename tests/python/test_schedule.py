@@ -244,3 +244,39 @@ def test_spectral_interp_interchange(rng, backend):
     # The contracted loop l1 is outermost in the first nest: the innermost loop runs along n.
     assert len(loop_bounds(ex.interp_interchanged.ir("apply_schedule"))) == 9
     assert ex.interp_interchanged.ir("apply_schedule") != ex.interp.ir("apply_schedule")
+
+
+@em.compile
+def cols(x: em.f32["N", "M"]):  # noqa: F821
+    """A thread per row r loops over the columns c (independent)."""
+    out = em.zeros(x.shape)
+    with em.kernel(x.shape[0]) as r:
+        with em.loop(x.shape[1]) as c:
+            out[r, c] = x[r, c] * 2.0 + em.cast(c, em.f32)
+    return out
+
+
+@em.compile
+def row_scan(x: em.f32["N", "M"]):  # noqa: F821
+    """A thread per row r scans along c: iteration c reads what c - 1 wrote."""
+    out = em.zeros(x.shape)
+    with em.kernel(x.shape[0]) as r:
+        with em.loop(x.shape[1]) as c:
+            out[r, c] = em.where(c > 0, out[r, c - 1], 0.0) + x[r, c]
+    return out
+
+
+def test_interchange_kernel_axis_with_loop(rng, backend):
+    x = rand(rng, 7, 19)
+    sched = cols.schedule(S.interchange("r", "c"))
+    np.testing.assert_allclose(sched(x).numpy(), x * 2 + np.arange(19, dtype=np.float32), rtol=1e-6)
+    assert "kernel #0[N]" in cols.ir("apply_schedule")
+    ir = sched.ir("apply_schedule")
+    assert "kernel #0[M]" in ir and loop_bounds(ir)[0].startswith("0, N")  # threads over c, a loop over r
+
+
+def test_interchange_kernel_axis_with_carrying_loop_is_illegal(rng):
+    x = rand(rng, 4, 6)
+    np.testing.assert_allclose(row_scan(x).numpy(), np.cumsum(x, axis=1), rtol=1e-5)
+    with pytest.raises(em.CompileError, match=r"reads out\[i, c - 1\] written by kernel 0 in an earlier iteration of c"):
+        row_scan.schedule(S.interchange("c", "r"))(x)
