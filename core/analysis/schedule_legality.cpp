@@ -40,8 +40,15 @@ bool no_pair(DependenceAnalysis& da, const Node* kernel, const Node* scope, cons
   const auto rank = static_cast<unsigned>(kernel->rank());
   for (const auto& [mem, all] : g.by_memory()) {
     if (all.writes == 0 || mem->inside(fresh)) continue;
-    for (const MemAccess& x : all.all) {
-      for (const MemAccess& y : all.all) {
+    std::vector<Isl<isl_map>> maps(all.all.size());  // each access's relation, built once
+    auto relation = [&](size_t i) -> const Isl<isl_map>& {
+      if (!maps[i]) maps[i] = Isl<isl_map>(da.access_relation(all.all[i], kernel->shape));
+      return maps[i];
+    };
+    for (size_t i = 0; i < all.all.size(); ++i) {
+      for (size_t j = 0; j < all.all.size(); ++j) {
+        const MemAccess& x = all.all[i];
+        const MemAccess& y = all.all[j];
         if (!ordered_pair(x, y)) continue;
         const Node* xn = x.node;
         const int base = loop_depth(xn, scope);
@@ -49,13 +56,13 @@ bool no_pair(DependenceAnalysis& da, const Node* kernel, const Node* scope, cons
           if (why) *why = DepWhy{DepWhy::Cause::unknown, x, y};
           return false;
         }
-        Isl<isl_map> mx(da.access_relation(x, kernel->shape));
-        Isl<isl_map> my(da.access_relation(y, kernel->shape));
+        const Isl<isl_map>& mx = relation(i);
+        const Isl<isl_map>& my = relation(j);
         if (!mx || !my) {
           if (why) *why = DepWhy{DepWhy::Cause::unknown, x, y};
           return false;
         }
-        isl_map* meet = isl_map_apply_range(mx.take(), isl_map_reverse(my.take()));
+        isl_map* meet = isl_map_apply_range(mx.copy(), isl_map_reverse(my.copy()));
         // Same thread, same iteration of every loop outside scope's.
         for (unsigned d = 0; meet && d < rank + static_cast<unsigned>(base); ++d)
           meet = isl_map_equate(meet, isl_dim_in, d, isl_dim_out, d);
