@@ -68,12 +68,13 @@ const std::string& build_id() {
 namespace {
 
 // The part of the program cache key the traced program gives: its text and the attributes the
-// text leaves out, such as source lines. The trace cache (python/ember/_trace_cache.py) keeps it
+// text leaves out, such as source lines, and the user's schedule. The trace cache (python/ember/_trace_cache.py) keeps it
 // per Python function, so a new process can find the lowered program without tracing.
 std::string traced_digest(const Program& traced, const std::string& traced_text) {
   std::string keyed = traced_text;
   keyed += '\0';
   keyed += unprinted_attributes(traced);
+  if (!traced.schedule.empty()) keyed += std::string(1, '\0') + "schedule\n" + traced.schedule;
   return content_hash(keyed);
 }
 

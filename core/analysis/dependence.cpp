@@ -1091,4 +1091,9 @@ bool DependenceAnalysis::own_element(const Node* n, const std::vector<Node*>& sh
   return true;
 }
 
+isl_map* DependenceAnalysis::access_relation(const MemAccess& x, const std::vector<Node*>& shape) {
+  if (!impl_) impl_ = std::make_unique<Impl>();
+  return impl_->access_map(x, shape).take();
+}
+
 }  // namespace ember

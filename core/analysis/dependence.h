@@ -12,6 +12,8 @@
 
 #include "core/ir/node.h"
 
+struct isl_map;
+
 namespace ember {
 
 // Whether memory access n (load/store/atomic, not flat) touches exactly the element of its own
@@ -140,6 +142,12 @@ class DependenceAnalysis {
   // one element agree on every thread axis in `axes`: the index map is injective on them
   // (A[2 * i + 1], a transpose, a shift). Syntax first, then isl; false where neither shows it.
   bool injective_on(const Node* n, const std::vector<Node*>& shape, uint64_t axes);
+
+  // The access relation S[thread coordinates, counters of the loops around n inside its kernel,
+  // outermost first] -> M[element] of access x in a kernel of `shape`, as a new isl map the caller
+  // owns (null when isl cannot build it). For queries in other files of core/analysis
+  // (schedule_legality.cpp); passes never see isl.
+  isl_map* access_relation(const MemAccess& x, const std::vector<Node*>& shape);
 
   const DependenceStats& stats() const { return stats_; }
 

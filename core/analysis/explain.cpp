@@ -3,6 +3,7 @@
 #include <cctype>
 #include <fstream>
 #include <functional>
+#include <mutex>
 #include <unordered_map>
 #include <vector>
 
@@ -10,11 +11,25 @@ namespace ember {
 
 namespace {
 
-// The text of line `line` of `file` (empty when unreadable: a doctest, an interactive session).
+// Sources registered by register_source (never erased: source_line hands out references).
+std::mutex registered_mutex;
+std::unordered_map<std::string, std::vector<std::string>>& registered() {
+  static auto* r = new std::unordered_map<std::string, std::vector<std::string>>();
+  return *r;
+}
+
+// The text of line `line` of `file` (empty when unreadable and not registered: a doctest, an
+// interactive session whose front end did not register it).
 const std::string& source_line(const SourceLoc& loc) {
   static thread_local std::unordered_map<std::string, std::vector<std::string>> files;
   static const std::string none;
   if (!loc.known()) return none;
+  {
+    std::lock_guard<std::mutex> lock(registered_mutex);
+    auto r = registered().find(loc.file());
+    if (r != registered().end())
+      return loc.line <= static_cast<int>(r->second.size()) ? r->second[static_cast<size_t>(loc.line - 1)] : none;
+  }
   auto it = files.find(loc.file());
   if (it == files.end()) {
     std::vector<std::string> lines;
@@ -51,14 +66,8 @@ std::string assigned_name(const SourceLoc& loc) {
 
 // The counter name of `with em.loop(...) as t:` on the loop's line, else "t".
 std::string loop_name(const Node* l) {
-  const std::string& s = source_line(l->loc);
-  size_t as = s.find(" as ");
-  if (as != std::string::npos) {
-    size_t b = as + 4, e = b;
-    while (e < s.size() && ident_char(s[e])) ++e;
-    if (e > b) return s.substr(b, e - b);
-  }
-  return "t";
+  std::vector<std::string> names = as_names(l);
+  return names.empty() ? "t" : names[0];
 }
 
 std::string line_suffix(const Node* n) { return n && n->loc.known() ? " (line " + std::to_string(n->loc.line) + ")" : ""; }
@@ -121,6 +130,26 @@ std::string who(const Node* access) {
 ExplainLog*& explain_log() {
   static thread_local ExplainLog* log = nullptr;
   return log;
+}
+
+void register_source(const std::string& file, const std::vector<std::string>& lines) {
+  std::lock_guard<std::mutex> lock(registered_mutex);
+  registered().emplace(file, lines);  // the first registration stays (references into it may be held)
+}
+
+std::vector<std::string> as_names(const Node* scope) {
+  const std::string& s = source_line(scope->loc);
+  std::vector<std::string> names;
+  size_t as = s.find(" as ");
+  if (as == std::string::npos) return names;
+  for (size_t i = as + 4; i < s.size() && s[i] != ':';) {
+    if (!ident_char(s[i])) { ++i; continue; }  // '(' ',' ' '
+    size_t e = i;
+    while (e < s.size() && ident_char(s[e])) ++e;
+    names.push_back(s.substr(i, e - i));
+    i = e;
+  }
+  return names;
 }
 
 std::string kernel_ref(const Node* k) { return "{K" + std::to_string(k->id) + "}"; }

@@ -8,6 +8,7 @@
 #include <map>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "core/analysis/dependence.h"
 #include "core/ir/node.h"
@@ -30,6 +31,12 @@ std::string kernel_ref(const Node* k);
 // A memory as the user named it: an argument's name, the variable a line assigned it to
 // (`B = em.zeros(...)`), or where it was made.
 std::string memory_name(const Node* mem);
+// Registers the lines of a source that is not a readable file (a doctest, a notebook cell): the
+// Python front end passes them from linecache so loops and memories keep their names.
+void register_source(const std::string& file, const std::vector<std::string>& lines);
+// The names a scope's source line binds after " as ": `with em.loop(n) as t:` gives {"t"},
+// `with em.kernel((H, W)) as (i, j):` gives {"i", "j"}; empty when the line is unreadable.
+std::vector<std::string> as_names(const Node* scope);
 // An index expression in terms of its kernel's indices (i, j, k, ...), loop counters and host
 // values (symbolic dims and arguments by name).
 std::string index_text(const Node* x);

@@ -338,6 +338,7 @@ std::unique_ptr<Program> clone_program(const Program& src, std::vector<std::pair
   dst->name = src.name;
   dst->num_outputs = src.num_outputs;
   dst->next_kernel_id = src.next_kernel_id;
+  dst->schedule = src.schedule;
   std::unordered_map<const Node*, Node*> map;
   map[src.root()] = dst->root();
   std::vector<Node*> order = src.nodes();

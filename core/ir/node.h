@@ -236,6 +236,9 @@ class Program {
   std::vector<Node*> dims;      // shape_arg nodes (symbolic and free dimensions)
   int num_outputs = 0;
   int next_kernel_id = 0;
+  // The user's schedule (python: em.Program.schedule), one request per line, applied by the
+  // apply_schedule pass (core/passes/apply_schedule.h); part of the program cache key. Empty: none.
+  std::string schedule;
   // One past the largest node id: passes index dense per-node tables by Node::id.
   int id_bound() const { return next_id_; }
 

@@ -10,6 +10,7 @@
 #include "core/analysis/explain.h"
 #include "core/ir/printer.h"
 #include "core/ir/verifier.h"
+#include "core/passes/apply_schedule.h"
 #include "core/passes/check_shapes.h"
 #include "core/passes/cse.h"
 #include "core/passes/dce.h"
@@ -53,6 +54,7 @@ const std::vector<Step>& steps() {
       {{"cleanup", nullptr}, true},
       {{"reduce_atomics", reduce_atomics}, false},  // after fuse_loads: indices recomputed, not loaded
       {{"parallelize_host_loops", parallelize_host_loops}, false},  // merge_kernels then joins the kernels both make
+      {{"apply_schedule", apply_schedule}, false},  // the user's schedule, on the kernels as written, before merging
       {{"merge_kernels", merge_kernels}, false},
       {{"unroll_small_dims", unroll_small_dims}, false},
       {{"unroll_loops", unroll_loops}, false},

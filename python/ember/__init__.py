@@ -29,6 +29,7 @@ from ._control import barrier, group_buffer, group_index, local_index
 from ._indexing import gather, scatter
 from ._autodiff import grad, jvp
 from ._program import Program, backend, compile, device_info, init
+from . import _schedule as schedule  # noqa: F401  (em.schedule.interchange/tile/parallelize/fuse)
 from . import _random as random  # noqa: F401  (em.random; not in __all__: the stdlib has a random)
 from ._window import Window, WindowError
 from ._dlpack import from_dlpack  # (and em.Tensor.__dlpack__ / view_numpy: zero-copy views for NumPy, PyTorch, mpi4py)
@@ -55,6 +56,6 @@ __all__ = [
     "break_", "buffer", "continue_", "else_", "if_", "kernel", "loop", "var", "zeros",
     "barrier", "group_buffer", "group_index", "local_index",
     "gather", "scatter", "grad", "jvp",
-    "Program", "backend", "compile", "device_info", "init", "data", "nn", "optim", "save", "load", "export",
+    "Program", "backend", "compile", "device_info", "init", "schedule", "data", "nn", "optim", "save", "load", "export",
     "to_png",
 ]

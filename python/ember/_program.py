@@ -13,6 +13,7 @@ from . import _ember as _C
 from . import _dtypes as D
 from . import _log
 from . import _objargs as O
+from . import _schedule
 from . import _trace_cache
 from . import _tracing as T
 from ._tensor import Tensor, _check_size, from_numpy_arg
@@ -79,8 +80,8 @@ def device_info():
     return _C.device_info(backend())
 
 
-def compile(fn=None, *, name=None, trace_cache=True):
-    """compile(fn=None, *, name=None, trace_cache=True) -> em.Program
+def compile(fn=None, *, name=None, trace_cache=True, schedule=()):
+    """compile(fn=None, *, name=None, trace_cache=True, schedule=()) -> em.Program
 
     Compiles a Python function whose parameters are annotated with tensor types
     (``em.f32["N", 3]``), scalar types (``em.f32``, ``float``, ``int``) or em.nn.Module / em.optim
@@ -88,7 +89,8 @@ def compile(fn=None, *, name=None, trace_cache=True):
     returned em.Program traces the function on first use (the body runs once, on em.Value
     stand-ins), fuses it into kernels and compiles them for the current backend (cached on disk in
     $EMBER_CACHE_DIR). ``trace_cache=False`` always traces in a new process (for a function whose
-    trace reads files, clocks or random state).
+    trace reads files, clocks or random state). ``schedule``: em.schedule requests applied when it
+    compiles (see em.Program.schedule).
 
     >>> @em.compile
     ... def step(X: em.f32["N", 3], V: em.f32["N", 3], dt: em.f32):
@@ -101,8 +103,8 @@ def compile(fn=None, *, name=None, trace_cache=True):
     1
     """
     if fn is None:
-        return lambda f: Program(f, name, trace_cache)
-    return Program(fn, name, trace_cache)
+        return lambda f: Program(f, name, trace_cache, schedule)
+    return Program(fn, name, trace_cache, schedule)
 
 
 def _param_spec(fn, pname, ann):
@@ -156,7 +158,7 @@ def _scalar_word(pname, dt, v):
 
 
 class Program:
-    """Program(fn, name=None, trace_cache=True)
+    """Program(fn, name=None, trace_cache=True, schedule=())
 
     A compiled function, made by em.compile: call it with NumPy arrays / em.Tensor and Python
     numbers; it returns an em.Tensor, a tuple of them, or None. Arguments are checked against the
@@ -188,10 +190,11 @@ class Program:
     ShapeError
     """
 
-    def __init__(self, fn, name=None, trace_cache=True):
+    def __init__(self, fn, name=None, trace_cache=True, schedule=()):
         functools.update_wrapper(self, fn)
         self.fn = fn
         self.name = name or fn.__name__
+        self._schedule = _schedule.requests(schedule)
         self._use_trace_cache = trace_cache
         self._trace_key = None  # the trace cache key, once computed ("" when uncacheable)
         self._trace_ms = 0.0  # the last trace's time
@@ -289,6 +292,8 @@ class Program:
                 extra = ()
                 if self._obj_structs is not None:
                     extra = tuple(self._obj_structs[k] for k in sorted(self._obj_structs))
+                if self._schedule:
+                    extra += ("schedule", _schedule.text(self._schedule))
                 if not self._obj_uncacheable:
                     self._trace_key = _trace_cache.key(self.fn, self.name, self._params, extra) or ""
         return self._trace_key
@@ -322,10 +327,12 @@ class Program:
         nodes = self._traced_text.count("\n")
         _log.logger.debug("compiling %s for %s: %d traced nodes", self.name, be, nodes)
         t0 = time.perf_counter()
+        if self._schedule:
+            _schedule.register_source(self.fn)
         try:
             # The traced text is the program cache's key (printed from this tracer's program by
             # _trace), passed so that it is not printed twice.
-            cp = self._compiled[be] = _C.CompiledProgram(tr, be, self._traced_text)
+            cp = self._compiled[be] = _C.CompiledProgram(tr, be, self._traced_text, _schedule.text(self._schedule))
         except BaseException:
             self._traced_text = None  # the tracer gave its program away: trace again next time
             raise
@@ -492,6 +499,39 @@ class Program:
             self._trace()
         run_args = self._arguments(args, {})
         return _C.interpret_stages(self._tracer, run_args, lower_groups, tile_threads)
+
+    # Schedules.
+    def schedule(self, *requests):
+        """schedule(*requests) -> em.Program
+
+        The same function compiled with loop transformations applied after the given ones (this
+        program stays as it is): em.schedule.interchange(a, b), tile(loop, size),
+        parallelize(loop) and fuse(k1, k2). Loops are named by their ``with em.loop(...) as name:``
+        line; kernels by an axis name of ``with em.kernel(...) as (i, j):`` or their number.
+        Each request is checked by the isl dependence analysis when the program compiles (its
+        first call or introspection); one that would reverse or break a dependence raises
+        ember.CompileError naming it. The schedule is part of the compile caches' keys.
+
+        >>> @em.compile
+        ... def rowsum(x: em.f32["N", "M"]):
+        ...     out = em.zeros((x.shape[0],))
+        ...     with em.kernel(1) as _:
+        ...         with em.loop(x.shape[0]) as r:
+        ...             with em.loop(x.shape[1]) as c:
+        ...                 out[r] = out[r] + x[r, c]
+        ...     return out
+        >>> fast = rowsum.schedule(em.schedule.parallelize("r"))
+        >>> x = np.random.default_rng(0).normal(size=(64, 8)).astype(np.float32)
+        >>> bool(np.allclose(fast(x).numpy(), x.sum(1), atol=1e-5)), "[N, 1]" in fast.ir() or "[1, N]" in fast.ir()
+        (True, True)
+        >>> bad = rowsum.schedule(em.schedule.interchange("r", "c"), em.schedule.parallelize("c"))
+        >>> try:
+        ...     bad(x)
+        ... except em.CompileError as e:
+        ...     print("out[" in str(e))
+        True
+        """
+        return Program(self.fn, self.name, self._use_trace_cache, self._schedule + _schedule.requests(requests))
 
     # Introspection.
     def _compiled_or_cached(self):

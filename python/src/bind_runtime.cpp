@@ -10,6 +10,7 @@
 #include "backends/compile_cache.h"
 #include "backends/gpu_kernel.h"
 #include "bindings.h"
+#include "core/analysis/explain.h"
 #include "core/interp/interp.h"
 #include "core/ir/verifier.h"
 #include "core/passes/pipeline.h"
@@ -173,13 +174,17 @@ py::dict stats_dict(const ProgramStats& s) {
 
 void bind_program(py::module_& m) {
   py::class_<CompiledProgram>(m, "CompiledProgram", "A traced program compiled for one backend.")
-      .def(py::init([](Tracer& tracer, const std::string& backend, const std::string& traced_text) {
+      .def(py::init([](Tracer& tracer, const std::string& backend, const std::string& traced_text,
+                       const std::string& schedule) {
         std::unique_ptr<Program> p = tracer.release();
+        p->schedule = schedule;
         py::gil_scoped_release nogil;
         return std::make_unique<CompiledProgram>(std::move(p), backend, traced_text);
       }), py::arg("tracer"), py::arg("backend"), py::arg("traced_text") = std::string(),
+         py::arg("schedule") = std::string(),
          "Takes the tracer's program through the pipeline (or loads it from the program cache) and compiles it; "
-         "`traced_text`: tracer.print(), when the caller has it.")
+         "`traced_text`: tracer.print(), when the caller has it; `schedule`: em.Program.schedule's requests, one a "
+         "line (core/passes/apply_schedule.h).")
       .def_static("from_program_cache", [](const std::string& digest, const std::string& backend) {
         py::gil_scoped_release nogil;
         return CompiledProgram::from_program_cache(digest, backend);
@@ -243,6 +248,8 @@ void bind_program(py::module_& m) {
       }, py::arg("key"), py::arg("ext"), py::arg("data"),
         "Writes the disk cache entry `<key>.<ext>` atomically with its checksum (warns once if the cache cannot "
         "be written).");
+  m.def("_register_source", &register_source, py::arg("file"), py::arg("lines"),
+        "Lines of a source that is not a readable file (doctest, notebook), for loop and memory names.");
   m.def("_cache_dir", [] { return cache_dir(); },
         "The disk cache's directory ($EMBER_CACHE_DIR, else ~/.cache/ember; created if missing).");
   m.def("_memory_cache_stats", [] { return py::make_tuple(memory_cache_size(), memory_cache_capacity()); },
