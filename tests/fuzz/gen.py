@@ -18,6 +18,7 @@ import random
 import numpy as np
 
 from . import errs as E
+from .gen_isl import IslBlocks
 
 # Known Ember bugs that would otherwise fail a large share of programs. True: the generator avoids
 # the program shape that triggers the bug (so the CI seeds pass and other bugs stay visible);
@@ -202,7 +203,7 @@ def _cs(shape):
         if shape else "()"
 
 
-class Gen:
+class Gen(IslBlocks):
     MAX_ELEMS = 1600
 
     def __init__(self, seed, choices=None, drop_outputs=(), grad=False):
@@ -1655,7 +1656,8 @@ class Gen:
         self.output(self.op("{0} * 2.0", "{0} * 2.0", "E.mul({o}, {0}, 0.0, 2.0, 0.0)", "f32", S, s))
 
     BLOCKS = [(10, "expr"), (4, "shape"), (4, "reduce"), (2, "matmul"), (4, "gather"), (3, "scatter"), (3, "atomic"),
-              (3, "hostloop"), (2, "tensor_if"), (3, "rowloop"), (4, "kernel"), (2, "group"), (1, "nan")]
+              (3, "hostloop"), (2, "tensor_if"), (3, "rowloop"), (4, "kernel"), (2, "group"), (1, "nan"),
+              (3, "reduce_atomic"), (3, "inj_atomic"), (3, "par_hostloop"), (3, "row_fuse")]  # the last four: gen_isl.py
 
     def random_block(self):
         kind = self.c.weighted(self.BLOCKS if not self.grad else [b for b in self.BLOCKS if b[1] != "group"])
