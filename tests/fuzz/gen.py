@@ -58,6 +58,14 @@ ALL_FEATURES = [
     "sign", "sin", "sinh", "slice", "slice_negative", "slice_step", "smoothstep", "sqrt", "squeeze", "stack",
     "step", "sub", "symbolic_dim", "tan", "tanh", "tensor_else", "tensor_if", "transpose", "trunc", "unsqueeze",
     "var", "where",
+    # gen_isl.py's blocks (the dependence analysis' transformations)
+    "reduce_atomic", "reduce_atomic_f32", "reduce_atomic_i32", "reduce_atomic_u32", "reduce_atomic_rows",
+    "reduce_atomic_cols", "reduce_atomic_3d", "reduce_atomic_shared_final", "inj_atomic", "inj_atomic_f32",
+    "inj_atomic_i32", "inj_atomic_u32", "inj_atomic_stride", "inj_atomic_transpose", "inj_atomic_shift",
+    "inj_atomic_flip", "inj_atomic_rotate", "inj_atomic_clamped_shift", "hostloop_kernels", "hostloop_independent",
+    "hostloop_carried", "hostloop_rows", "hostloop_step", "hostloop_body_buffer", "hostloop_scan",
+    "hostloop_accumulate", "hostloop_prev_row", "row_fuse", "row_fuse_own", "row_fuse_min_identity",
+    "row_fuse_next", "row_fuse_mirror", "row_fuse_cols_own", "row_fuse_cols_reversed", "row_fuse_cols_rotated",
 ]
 
 # Gradient mode (generate(..., grad=True), tests/fuzz/grad.py): Ember bugs the gradient fuzzer found,

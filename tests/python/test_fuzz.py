@@ -95,6 +95,41 @@ def test_fuzz_finds_a_planted_bug():
     pytest.fail("no program with an f32 output")
 
 
+def test_batched_cpu_compile_fills_the_cache_for_each_program(rng):
+    """The fuzzer's batch compile (run.prefetch_cpu, backends/cpu/cpu.h): programs compiled for cpu
+    while deferring keep their kernels and run nothing; _cpu_compile_deferred compiles all of them
+    at once, and each program compiled afterwards finds its kernels there (nothing compiled)."""
+    import time
+    import ember as em
+    reason = _unavailable("cpu")
+    if reason:
+        pytest.skip(f"backend cpu unavailable: {reason}")
+    em.init("cpu")
+    c = 1.0 + (time.time_ns() % 1000003) / 1e7  # kernels no cache has seen
+
+    def make(k):
+        ns = {"em": em}
+        exec(f"def f(x: em.f32['N']):\n    return em.sin(x) * {c!r} + {k}.5\n", ns)
+        return em.compile(ns["f"])
+    kept = [make(k) for k in range(3)]
+    em._ember._cpu_set_deferred(True)
+    try:
+        for f in kept:
+            f._compile()
+    finally:
+        em._ember._cpu_set_deferred(False)
+    x = rng.uniform(-3, 3, 50).astype(np.float32)
+    with pytest.raises(em.InternalError):
+        kept[0](x)  # compiled while deferring: no kernels bound
+    assert em._ember._cpu_compile_deferred() == 3
+    assert em._ember._cpu_compile_deferred() == 0  # forgotten once compiled
+    for k in range(3):
+        f = make(k)
+        got = f(x).numpy()
+        np.testing.assert_allclose(got, np.sin(x.astype(np.float64)) * np.float32(c) + k + 0.5, rtol=1e-5, atol=1e-5)
+        assert f.stats["compiled_kernels"] == 0 and f.stats["cache_hit"], f.stats
+
+
 # ---- gradient mode ------------------------------------------------------------------------------
 _GRAD_START = int(os.environ.get("EMBER_FUZZ_GRAD_START", "0"))
 GRAD_SEEDS = list(range(_GRAD_START, _GRAD_START + int(os.environ.get("EMBER_FUZZ_GRAD_SEEDS", "80"))))
