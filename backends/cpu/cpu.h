@@ -66,9 +66,10 @@ void cpu_set_deferred(bool on);
 bool cpu_deferred();
 // While deferring: keeps copies of `kernels` (those of a program being compiled).
 void cpu_defer_kernels(const std::vector<const GeneratedKernel*>& kernels);
-// Compiles and caches the kept kernels and forgets them; returns how many distinct kernels were
-// kept. Throws as cpu_load_kernels does (a kernel the compiler rejects fails the whole batch).
-int cpu_compile_deferred();
+// Compiles and caches the kept kernels (compile = false: only forgets them, for a caller that
+// wanted the lowered programs alone); returns how many distinct kernels were kept. Throws as
+// cpu_load_kernels does (a kernel the compiler rejects fails the whole batch).
+int cpu_compile_deferred(bool compile = true);
 
 // make_backend("cpu").
 std::unique_ptr<Backend> make_cpu_backend();

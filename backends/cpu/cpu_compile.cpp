@@ -413,7 +413,7 @@ void cpu_defer_kernels(const std::vector<const GeneratedKernel*>& kernels) {
       d.kernels.push_back(GeneratedKernel{nullptr, k->symbol, k->source});  // no node: it outlives its program
 }
 
-int cpu_compile_deferred() {
+int cpu_compile_deferred(bool compile) {
   std::vector<GeneratedKernel> kept;
   {
     Deferred& d = deferred();
@@ -421,6 +421,7 @@ int cpu_compile_deferred() {
     kept.swap(d.kernels);
     d.by_source.clear();
   }
+  if (!compile) return static_cast<int>(kept.size());
   std::vector<const GeneratedKernel*> list;
   for (const GeneratedKernel& k : kept) list.push_back(&k);
   CompileInfo info;

@@ -27,10 +27,12 @@ void bind_backends(py::module_& m) {
   m.def("_cpu_set_deferred", &cpu_set_deferred, py::arg("on"),
         "While on, compiling for cpu keeps the program's kernels for _cpu_compile_deferred() (the program runs "
         "nothing).");
-  m.def("_cpu_compile_deferred", [] {
+  m.def("_cpu_compile_deferred", [](bool compile) {
     py::gil_scoped_release nogil;
-    return cpu_compile_deferred();
-  }, "Compiles every kept cpu kernel together into the compile cache; returns how many were kept.");
+    return cpu_compile_deferred(compile);
+  }, py::arg("compile") = true,
+     "Compiles every kept cpu kernel together into the compile cache (compile=False: forgets them); returns how "
+     "many were kept.");
   // CUDA code generation and NVRTC, usable without a GPU (tests/python/test_cuda_codegen.py).
   m.def("_nvrtc_built", &cuda::nvrtc_built, "Whether this Ember was built with NVRTC (EMBER_WITH_CUDA).");
   m.def("_nvrtc_version", &cuda::nvrtc_version, "NVRTC's version, e.g. '13.0'.");

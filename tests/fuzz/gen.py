@@ -1805,6 +1805,24 @@ def generate(seed, choices=None, drop_outputs=(), max_blocks=4, grad=False):
         a = g.new_arg("f32", (3,))
         g.output(g.op("{0} + 1.0", "{0} + 1.0", "E.add({o}, {0}, {e0}, 1.0, 0.0)", "f32", (3,), a))
         result = g.check()
+    return _program(g, seed, result, drop_outputs, grad)
+
+
+def generate_block(seed, kind, grad=False):
+    """A program of one block of `kind` (e.g. gen_isl.py's "reduce_atomic"), for tests of what a
+    block exercises; None when six tries were all rejected by the reference's checks."""
+    g = Gen(seed, None, (), grad)
+    for _ in range(6):
+        snap = g.snapshot()
+        try:
+            getattr(g, "b_" + kind)()
+            return _program(g, seed, g.check(), (), grad)
+        except E.Reject:
+            g.restore(snap)
+    return None
+
+
+def _program(g, seed, result, drop_outputs, grad):
     em_src, np_src = g.sources()
     (res, targs) = result
     return Program(seed, em_src, np_src, [(a[0], a[1], a[2], a[3]) for a in g.args],

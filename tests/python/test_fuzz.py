@@ -130,6 +130,55 @@ def test_batched_cpu_compile_fills_the_cache_for_each_program(rng):
         assert f.stats["compiled_kernels"] == 0 and f.stats["cache_hit"], f.stats
 
 
+def test_isl_blocks_exercise_their_passes():
+    """gen_isl.py's blocks reach the transformations they are for (each program lowered for cpu
+    with the backend deferring: the pipeline and code generation, no compiler run): reducible
+    atomics are reduced (none left unless the final address is shared), injective atomic scatters
+    become plain (a clamped shift keeps its atomic), host loops over kernels become an axis unless
+    they carry a dependence, and a row consumer fuses with its producer only within its own row."""
+    import re
+    import ember as em
+    reason = _unavailable("cpu")
+    if reason:
+        pytest.skip(f"backend cpu unavailable: {reason}")
+    em.init("cpu")
+    seen = collections.Counter()
+    for seed in range(12):
+        for kind in ("reduce_atomic", "inj_atomic", "par_hostloop", "row_fuse"):
+            p = gen.generate_block(seed, kind)
+            assert p is not None, (seed, kind)
+            f = run.load(p)
+            em._ember._cpu_set_deferred(True)
+            try:
+                f._compile()
+            finally:
+                em._ember._cpu_set_deferred(False)
+                em._ember._cpu_compile_deferred(False)
+            changed = {q["name"] for q in f.stats["passes"] if q["changed"]}
+            atomics = len(run._ATOMIC_RE.findall(f.ir("final")))
+            ft = set(p.features)
+            where = f"seed {seed} {kind} {sorted(ft)}:\n{p.em_src}"
+            if kind == "reduce_atomic":
+                assert "reduce_atomics" in changed, where
+                assert (atomics > 0) == ("reduce_atomic_shared_final" in ft), where
+            elif kind == "inj_atomic":
+                clamped = "inj_atomic_clamped_shift" in ft
+                assert (atomics > 0) == clamped and ("reduce_atomics" in changed) != clamped, where
+            elif kind == "par_hostloop":
+                step = re.search(r"em\.loop\((-?\d+), (-?\d+), (-?\d+)\)", p.em_src)
+                if "hostloop_carried" in ft:
+                    assert "parallelize_host_loops" not in changed, where
+                elif not (step and int(step.group(3)) < 0):  # a loop counting down stays (not handled yet)
+                    assert "parallelize_host_loops" in changed, where
+            else:
+                own = ft & {"row_fuse_own", "row_fuse_min_identity"}
+                assert f.kernel_count == (1 if own else 2), where
+            seen.update(x for x in ft if x.startswith(("reduce_atomic_", "inj_atomic_", "hostloop_", "row_fuse_")))
+    for x in ("inj_atomic_clamped_shift", "reduce_atomic_shared_final", "hostloop_carried", "hostloop_independent",
+              "row_fuse_own", "row_fuse_mirror"):
+        assert seen[x] > 0, (x, seen)
+
+
 # ---- gradient mode ------------------------------------------------------------------------------
 _GRAD_START = int(os.environ.get("EMBER_FUZZ_GRAD_START", "0"))
 GRAD_SEEDS = list(range(_GRAD_START, _GRAD_START + int(os.environ.get("EMBER_FUZZ_GRAD_SEEDS", "80"))))
