@@ -9,7 +9,9 @@ The generator executes the checked reference after each part; a part that raises
 dropped and generated again. Every random decision goes through a Chooser, whose recorded
 choices the minimizer shrinks (replaying a shorter/smaller choice list regenerates a simpler
 program: choice 0 is always the simplest option). Input data come from numpy generators seeded
-with (seed, k) for the k-th argument, so the same seed gives the same program on every machine.
+with (seed, k) for the k-th argument, so the same seed gives the same program on every machine
+(with this generator: adding block kinds renumbers the programs of every seed). gen_isl.py adds
+the blocks aimed at the dependence analysis' transformations.
 """
 import contextlib
 import os
