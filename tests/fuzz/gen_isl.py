@@ -39,10 +39,10 @@ class IslBlocks:
         """A zeroed buffer or an argument of `shape` to update atomically: (name, Ember-side name)."""
         if into_arg:
             H = self.new_arg(dt, shape, kind="grid" if dt == "f32" else "data")
-            self.line(None, f"{H.np}0 = {H.np}.copy()", None)
+            self.line(None, f"{H.np}_init = {H.np}.copy()", None)
             return H.em
         hn = self.name("H")
-        self.line(f"{hn} = em.zeros({shape}, em.{dt})", f"{hn} = np.zeros({shape}, {_npz(dt)}); {hn}0 = {hn}.copy()",
+        self.line(f"{hn} = em.zeros({shape}, em.{dt})", f"{hn} = np.zeros({shape}, {_npz(dt)}); {hn}_init = {hn}.copy()",
                   None)
         return hn
 
@@ -59,7 +59,7 @@ class IslBlocks:
             self.line(None, None, f"a{hn} = np.zeros({shape}); c{hn} = np.zeros({shape}); "
                                   f"np.add.at(a{hn}, ({addr_np}), np.abs({val_np})); "
                                   f"np.add.at(c{hn}, ({addr_np}), np.ones(np.shape({val_np}))); "
-                                  f"t{hn} = E.U * (c{hn} + 2) * (a{hn} + np.abs({hn}0)); e{hn} = np.stack([t{hn}, t{hn}])")
+                                  f"t{hn} = E.U * (c{hn} + 2) * (a{hn} + np.abs({hn}_init)); e{hn} = np.stack([t{hn}, t{hn}])")
         else:
             self.line(None, None, f"e{hn} = E.z({hn})")
         self.output(self._v(hn, dt, shape))
