@@ -56,6 +56,21 @@ bool cpu_find_kernels(const std::vector<std::string>& keys, const std::vector<st
 // record written under other build facts is not used.
 std::string cpu_build_facts_hash();
 
+// Batch compiling (the differential fuzzer, tests/fuzz/run.py): while deferring is on, the cpu
+// backend prints a program's kernels and keeps them instead of compiling them (the program it
+// returns runs nothing: calling it is an InternalError); cpu_compile_deferred() then compiles every
+// kept kernel not already cached, all programs' kernels together in compile_jobs() units, so that
+// the next compile of each of those programs finds its kernels in the cache. Saves the compiler's
+// per-unit cost (the prelude) for all but one program of a batch.
+void cpu_set_deferred(bool on);
+bool cpu_deferred();
+// While deferring: keeps copies of `kernels` (those of a program being compiled).
+void cpu_defer_kernels(const std::vector<const GeneratedKernel*>& kernels);
+// Compiles and caches the kept kernels (compile = false: only forgets them, for a caller that
+// wanted the lowered programs alone); returns how many distinct kernels were kept. Throws as
+// cpu_load_kernels does (a kernel the compiler rejects fails the whole batch).
+int cpu_compile_deferred(bool compile = true);
+
 // make_backend("cpu").
 std::unique_ptr<Backend> make_cpu_backend();
 

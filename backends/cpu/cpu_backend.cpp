@@ -83,6 +83,10 @@ class CpuBackend : public Backend {
       code_of[c] = it->second;
     }
     info.codegen_ms = timeline.now_ms();
+    if (cpu_deferred()) {  // a batch (cpu.h): kept for cpu_compile_deferred(); this program runs nothing
+      cpu_defer_kernels(distinct);
+      return std::make_unique<CpuRunner>(std::move(by_kernel));
+    }
 
     std::vector<std::string> keys;
     std::vector<CpuKernel> fns = cpu_load_kernels(distinct, info, timeline, &keys);

@@ -382,7 +382,55 @@ InFlight& in_flight() {
   return *f;
 }
 
+// The kernels kept while deferring (cpu_set_deferred), distinct by text.
+struct Deferred {
+  std::mutex mu;
+  bool on = false;
+  std::vector<GeneratedKernel> kernels;
+  std::unordered_map<std::string, size_t> by_source;
+};
+Deferred& deferred() {
+  static Deferred* d = new Deferred;  // never destroyed
+  return *d;
+}
+
 }  // namespace
+
+void cpu_set_deferred(bool on) {
+  Deferred& d = deferred();
+  std::lock_guard<std::mutex> lock(d.mu);
+  d.on = on;
+}
+
+bool cpu_deferred() {
+  Deferred& d = deferred();
+  std::lock_guard<std::mutex> lock(d.mu);
+  return d.on;
+}
+
+void cpu_defer_kernels(const std::vector<const GeneratedKernel*>& kernels) {
+  Deferred& d = deferred();
+  std::lock_guard<std::mutex> lock(d.mu);
+  for (const GeneratedKernel* k : kernels)
+    if (d.by_source.emplace(k->source, d.kernels.size()).second)
+      d.kernels.push_back(GeneratedKernel{nullptr, k->symbol, k->source});  // no node: it outlives its program
+}
+
+int cpu_compile_deferred(bool compile) {
+  std::vector<GeneratedKernel> kept;
+  {
+    Deferred& d = deferred();
+    std::lock_guard<std::mutex> lock(d.mu);
+    kept.swap(d.kernels);
+    d.by_source.clear();
+  }
+  if (!compile) return static_cast<int>(kept.size());
+  std::vector<const GeneratedKernel*> list;
+  for (const GeneratedKernel& k : kept) list.push_back(&k);
+  CompileInfo info;
+  cpu_load_kernels(list, info, CompileTimeline());
+  return static_cast<int>(kept.size());
+}
 
 CpuLibrary::~CpuLibrary() {
   if (handle) dlclose(handle);

@@ -1,6 +1,7 @@
 // Backends and devices: which backends this Ember has, whether one can run here (and why not),
 // what "auto" resolves to, and the device a backend runs on (em.device_info()).
 #include "backends/backend.h"
+#include "backends/cpu/cpu.h"
 #include "backends/cuda/cuda.h"
 #include "backends/cuda/cuda_memory.h"
 #include "backends/cuda/cuda_nvrtc.h"
@@ -22,6 +23,16 @@ void bind_backends(py::module_& m) {
     py::gil_scoped_release nogil;
     return device_info(name);
   }, py::arg("name"), "The device the backend runs on, in words.");
+  // Batch compiling of cpu kernels (backends/cpu/cpu.h; the differential fuzzer uses it).
+  m.def("_cpu_set_deferred", &cpu_set_deferred, py::arg("on"),
+        "While on, compiling for cpu keeps the program's kernels for _cpu_compile_deferred() (the program runs "
+        "nothing).");
+  m.def("_cpu_compile_deferred", [](bool compile) {
+    py::gil_scoped_release nogil;
+    return cpu_compile_deferred(compile);
+  }, py::arg("compile") = true,
+     "Compiles every kept cpu kernel together into the compile cache (compile=False: forgets them); returns how "
+     "many were kept.");
   // CUDA code generation and NVRTC, usable without a GPU (tests/python/test_cuda_codegen.py).
   m.def("_nvrtc_built", &cuda::nvrtc_built, "Whether this Ember was built with NVRTC (EMBER_WITH_CUDA).");
   m.def("_nvrtc_version", &cuda::nvrtc_version, "NVRTC's version, e.g. '13.0'.");

@@ -131,6 +131,11 @@ def main(argv=None):
     ap.add_argument("--budget", type=float, default=240.0, help="seconds per minimization (default 240)")
     ap.add_argument("--no-stages", action="store_true", help="skip the interpreter-after-every-pass check")
     ap.add_argument("--coverage", action="store_true", help="with --count: print feature coverage only")
+    ap.add_argument("--stats", action="store_true", help=(
+        "with --count: also count the programs each pass changed (on the first backend; the interpreter-only "
+        "run: none) and the atomics reduce_atomics removed"))
+    ap.add_argument("--batch", type=int, default=run.BATCH, help=(
+        f"programs per worker whose cpu kernels are compiled together (default {run.BATCH}; 1: one compile each)"))
     ap.add_argument("--grad", action="store_true", help=(
         "gradient mode: each program's L = sum(w * f32 outputs) and em.grad(L, [f32 arguments]), compared "
         "with float64 central differences of the reference (tests/fuzz/grad.py); works with every other option"))
@@ -190,8 +195,20 @@ def main(argv=None):
     failing = [0]
     mini_worker = run.Worker() if a.minimize_failures else None
 
+    pstats = collections.Counter()
+
     def on_result(r):
         done[0] += 1
+        if "passes" in r:
+            pstats["programs"] += 1
+            pstats.update("pass " + p for p in r["passes"])
+            if "atomics" in r:
+                before, after = r["atomics"]
+                pstats["atomics before reduce_atomics"] += before
+                pstats["atomics after reduce_atomics"] += after
+                pstats["programs with an atomic"] += before > 0
+                pstats["programs with fewer atomics after reduce_atomics"] += after < before
+                pstats["programs without atomics after reduce_atomics"] += before > 0 and after == 0
         gi = r.get("grad")
         if gi is not None:
             if "skipped" in gi:
@@ -228,7 +245,7 @@ def main(argv=None):
             print(f"[{done[0]}/{a.count}] {time.time() - t0:.0f} s, {len(seen)} distinct failures"
                   + (f", {failing[0]} failing programs" if a.grad else ""), flush=True)
     res = run.run_many(range(a.start, a.start + a.count), backends, a.jobs, a.timeout, not a.no_stages, on_result,
-                       grad=a.grad)
+                       grad=a.grad, batch=a.batch, stats=a.stats)
     if a.minimize_failures:
         firsts = {}
         for s in sorted(res):
@@ -255,6 +272,18 @@ def main(argv=None):
     if a.grad:
         print(f"gradient mode: {gstats['programs']} programs differentiated, {gstats['programs without gradient']} "
               f"without a f32 argument or output, {failing[0]} failing; elements {_grad_info(gstats)}")
+    if a.stats:
+        feats = collections.Counter()
+        for r in res.values():
+            feats.update(f for f in r.get("features", []) if f.startswith(("reduce_atomic", "inj_atomic", "hostloop_", "row_fuse")))
+        print(f"\npasses (on {backends[0] if backends else '-'}): programs each pass changed, of {pstats['programs']}")
+        for k in sorted(k for k in pstats if k.startswith("pass ")):
+            print(f"{pstats[k]:8d}  {k[5:]}")
+        for k in sorted(k for k in pstats if not k.startswith("pass ") and k != "programs"):
+            print(f"{pstats[k]:8d}  {k}")
+        print("generator blocks (programs with the feature):")
+        for k in sorted(feats):
+            print(f"{feats[k]:8d}  {k}")
     print(f"{len(seen)} distinct failure signatures" + (f"; log: {os.path.join(a.out, 'failures.jsonl')}" if out else ""))
     return 1 if seen else 0
 

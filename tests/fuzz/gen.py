@@ -9,7 +9,9 @@ The generator executes the checked reference after each part; a part that raises
 dropped and generated again. Every random decision goes through a Chooser, whose recorded
 choices the minimizer shrinks (replaying a shorter/smaller choice list regenerates a simpler
 program: choice 0 is always the simplest option). Input data come from numpy generators seeded
-with (seed, k) for the k-th argument, so the same seed gives the same program on every machine.
+with (seed, k) for the k-th argument, so the same seed gives the same program on every machine
+(with this generator: adding block kinds renumbers the programs of every seed). gen_isl.py adds
+the blocks aimed at the dependence analysis' transformations.
 """
 import contextlib
 import os
@@ -18,6 +20,7 @@ import random
 import numpy as np
 
 from . import errs as E
+from .gen_isl import IslBlocks
 
 # Known Ember bugs that would otherwise fail a large share of programs. True: the generator avoids
 # the program shape that triggers the bug (so the CI seeds pass and other bugs stay visible);
@@ -57,6 +60,14 @@ ALL_FEATURES = [
     "sign", "sin", "sinh", "slice", "slice_negative", "slice_step", "smoothstep", "sqrt", "squeeze", "stack",
     "step", "sub", "symbolic_dim", "tan", "tanh", "tensor_else", "tensor_if", "transpose", "trunc", "unsqueeze",
     "var", "where",
+    # gen_isl.py's blocks (the dependence analysis' transformations)
+    "reduce_atomic", "reduce_atomic_f32", "reduce_atomic_i32", "reduce_atomic_u32", "reduce_atomic_rows",
+    "reduce_atomic_cols", "reduce_atomic_3d", "reduce_atomic_shared_final", "inj_atomic", "inj_atomic_f32",
+    "inj_atomic_i32", "inj_atomic_u32", "inj_atomic_stride", "inj_atomic_transpose", "inj_atomic_shift",
+    "inj_atomic_flip", "inj_atomic_rotate", "inj_atomic_clamped_shift", "hostloop_kernels", "hostloop_independent",
+    "hostloop_carried", "hostloop_rows", "hostloop_step", "hostloop_body_buffer", "hostloop_scan",
+    "hostloop_accumulate", "hostloop_prev_row", "row_fuse", "row_fuse_own", "row_fuse_min_identity",
+    "row_fuse_next", "row_fuse_mirror", "row_fuse_cols_own", "row_fuse_cols_reversed", "row_fuse_cols_rotated",
 ]
 
 # Gradient mode (generate(..., grad=True), tests/fuzz/grad.py): Ember bugs the gradient fuzzer found,
@@ -202,7 +213,7 @@ def _cs(shape):
         if shape else "()"
 
 
-class Gen:
+class Gen(IslBlocks):
     MAX_ELEMS = 1600
 
     def __init__(self, seed, choices=None, drop_outputs=(), grad=False):
@@ -1655,7 +1666,8 @@ class Gen:
         self.output(self.op("{0} * 2.0", "{0} * 2.0", "E.mul({o}, {0}, 0.0, 2.0, 0.0)", "f32", S, s))
 
     BLOCKS = [(10, "expr"), (4, "shape"), (4, "reduce"), (2, "matmul"), (4, "gather"), (3, "scatter"), (3, "atomic"),
-              (3, "hostloop"), (2, "tensor_if"), (3, "rowloop"), (4, "kernel"), (2, "group"), (1, "nan")]
+              (3, "hostloop"), (2, "tensor_if"), (3, "rowloop"), (4, "kernel"), (2, "group"), (1, "nan"),
+              (3, "reduce_atomic"), (3, "inj_atomic"), (3, "par_hostloop"), (3, "row_fuse")]  # the last four: gen_isl.py
 
     def random_block(self):
         kind = self.c.weighted(self.BLOCKS if not self.grad else [b for b in self.BLOCKS if b[1] != "group"])
@@ -1795,6 +1807,24 @@ def generate(seed, choices=None, drop_outputs=(), max_blocks=4, grad=False):
         a = g.new_arg("f32", (3,))
         g.output(g.op("{0} + 1.0", "{0} + 1.0", "E.add({o}, {0}, {e0}, 1.0, 0.0)", "f32", (3,), a))
         result = g.check()
+    return _program(g, seed, result, drop_outputs, grad)
+
+
+def generate_block(seed, kind, grad=False):
+    """A program of one block of `kind` (e.g. gen_isl.py's "reduce_atomic"), for tests of what a
+    block exercises; None when six tries were all rejected by the reference's checks."""
+    g = Gen(seed, None, (), grad)
+    for _ in range(6):
+        snap = g.snapshot()
+        try:
+            getattr(g, "b_" + kind)()
+            return _program(g, seed, g.check(), (), grad)
+        except E.Reject:
+            g.restore(snap)
+    return None
+
+
+def _program(g, seed, result, drop_outputs, grad):
     em_src, np_src = g.sources()
     (res, targs) = result
     return Program(seed, em_src, np_src, [(a[0], a[1], a[2], a[3]) for a in g.args],

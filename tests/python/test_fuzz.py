@@ -58,8 +58,13 @@ def test_fuzz_backend(backend_name, chunk):
 def test_fuzz_seeds_cover_every_feature():
     """The CI seeds exercise the whole feature list (gen.ALL_FEATURES)."""
     cov = collections.Counter()
-    for s in SEEDS:
-        cov.update(gen.generate(s).features)
+    for s in SEEDS + [200626]:  # 200626: the reference's copy of argument a1 was named a10, another argument
+        p = gen.generate(s)
+        if s in SEEDS:
+            cov.update(p.features)
+        for (text, shape), ref in zip(p.out_specs, p.ref_outs):  # the reference computes what Ember returns
+            if all(isinstance(d, int) for d in shape):
+                assert np.shape(ref) == tuple(shape), (s, text, np.shape(ref), shape)
     missing = [f for f in gen.ALL_FEATURES if cov[f] < 1]
     assert not missing, f"features never seen in {len(SEEDS)} seeds: {missing}"
     unknown = set(cov) - set(gen.ALL_FEATURES)
@@ -93,6 +98,90 @@ def test_fuzz_finds_a_planted_bug():
         assert run.compare(bad, p, 0) is not None, s
         return
     pytest.fail("no program with an f32 output")
+
+
+def test_batched_cpu_compile_fills_the_cache_for_each_program(rng):
+    """The fuzzer's batch compile (run.prefetch_cpu, backends/cpu/cpu.h): programs compiled for cpu
+    while deferring keep their kernels and run nothing; _cpu_compile_deferred compiles all of them
+    at once, and each program compiled afterwards finds its kernels there (nothing compiled)."""
+    import time
+    import ember as em
+    reason = _unavailable("cpu")
+    if reason:
+        pytest.skip(f"backend cpu unavailable: {reason}")
+    em.init("cpu")
+    c = 1.0 + (time.time_ns() % 1000003) / 1e7  # kernels no cache has seen
+
+    def make(k):
+        ns = {"em": em}
+        exec(f"def f(x: em.f32['N']):\n    return em.sin(x) * {c!r} + {k}.5\n", ns)
+        return em.compile(ns["f"])
+    kept = [make(k) for k in range(3)]
+    em._ember._cpu_set_deferred(True)
+    try:
+        for f in kept:
+            f._compile()
+    finally:
+        em._ember._cpu_set_deferred(False)
+    x = rng.uniform(-3, 3, 50).astype(np.float32)
+    with pytest.raises(em.InternalError):
+        kept[0](x)  # compiled while deferring: no kernels bound
+    assert em._ember._cpu_compile_deferred() == 3
+    assert em._ember._cpu_compile_deferred() == 0  # forgotten once compiled
+    for k in range(3):
+        f = make(k)
+        got = f(x).numpy()
+        np.testing.assert_allclose(got, np.sin(x.astype(np.float64)) * np.float32(c) + k + 0.5, rtol=1e-5, atol=1e-5)
+        assert f.stats["compiled_kernels"] == 0 and f.stats["cache_hit"], f.stats
+
+
+def test_isl_blocks_exercise_their_passes():
+    """gen_isl.py's blocks reach the transformations they are for (each program lowered for cpu
+    with the backend deferring: the pipeline and code generation, no compiler run): reducible
+    atomics are reduced (none left unless the final address is shared), injective atomic scatters
+    become plain (a clamped shift keeps its atomic), host loops over kernels become an axis unless
+    they carry a dependence, and a row consumer fuses with its producer only within its own row."""
+    import re
+    import ember as em
+    reason = _unavailable("cpu")
+    if reason:
+        pytest.skip(f"backend cpu unavailable: {reason}")
+    em.init("cpu")
+    seen = collections.Counter()
+    for seed in range(12):
+        for kind in ("reduce_atomic", "inj_atomic", "par_hostloop", "row_fuse"):
+            p = gen.generate_block(seed, kind)
+            assert p is not None, (seed, kind)
+            f = run.load(p)
+            em._ember._cpu_set_deferred(True)
+            try:
+                f._compile()
+            finally:
+                em._ember._cpu_set_deferred(False)
+                em._ember._cpu_compile_deferred(False)
+            changed = {q["name"] for q in f.stats["passes"] if q["changed"]}
+            atomics = len(run._ATOMIC_RE.findall(f.ir("final")))
+            ft = set(p.features)
+            where = f"seed {seed} {kind} {sorted(ft)}:\n{p.em_src}"
+            if kind == "reduce_atomic":
+                assert "reduce_atomics" in changed, where
+                assert (atomics > 0) == ("reduce_atomic_shared_final" in ft), where
+            elif kind == "inj_atomic":
+                clamped = "inj_atomic_clamped_shift" in ft
+                assert (atomics > 0) == clamped and ("reduce_atomics" in changed) != clamped, where
+            elif kind == "par_hostloop":
+                step = re.search(r"em\.loop\((-?\d+), (-?\d+), (-?\d+)\)", p.em_src)
+                if "hostloop_carried" in ft:
+                    assert "parallelize_host_loops" not in changed, where
+                elif not (step and int(step.group(3)) < 0):  # a loop counting down stays (not handled yet)
+                    assert "parallelize_host_loops" in changed, where
+            else:
+                own = ft & {"row_fuse_own", "row_fuse_min_identity"}
+                assert f.kernel_count == (1 if own else 2), where
+            seen.update(x for x in ft if x.startswith(("reduce_atomic_", "inj_atomic_", "hostloop_", "row_fuse_")))
+    for x in ("inj_atomic_clamped_shift", "reduce_atomic_shared_final", "hostloop_carried", "hostloop_independent",
+              "row_fuse_own", "row_fuse_mirror"):
+        assert seen[x] > 0, (x, seen)
 
 
 # ---- gradient mode ------------------------------------------------------------------------------
