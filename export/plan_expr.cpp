@@ -133,9 +133,13 @@ PlanExprs::E PlanExprs::build(const Node* n, const char* what) {
     return E{s + ")", 100, late};
   };
   const bool is_signed = na > 0 && n->operand(0)->dtype == DType::i32;
+  // A u32 value that may have left [0, 2^32) in 64-bit math (a difference, a negation, a
+  // negative i32 cast to u32) is brought back as Ember's u32 arithmetic wraps it, so `/`, `%`,
+  // comparisons, min and max see the u32 value (u32(-5) % 7 is 6, not -5).
+  auto wrap_u32 = [](const E& e) { return E{"floormod(" + e.text + ",4294967296)", 100, e.late}; };
   switch (n->op) {
     case Op::add: return binary("+", 5);
-    case Op::sub: return binary("-", 5);
+    case Op::sub: return n->dtype == DType::u32 ? wrap_u32(binary("-", 5)) : binary("-", 5);
     case Op::mul: return binary("*", 6);
     case Op::div: return is_signed ? call("floordiv") : binary("/", 6);
     case Op::mod: return is_signed ? call("floormod") : binary("%", 6);
@@ -152,7 +156,8 @@ PlanExprs::E PlanExprs::build(const Node* n, const char* what) {
     case Op::lor: return binary("||", 2);
     case Op::neg: {
       E a = arg(0);
-      return {"-" + paren(a, 7), 7, a.late};
+      E r{"-" + paren(a, 7), 7, a.late};
+      return n->dtype == DType::u32 ? wrap_u32(r) : r;
     }
     case Op::lnot: {
       E a = arg(0);
@@ -161,7 +166,14 @@ PlanExprs::E PlanExprs::build(const Node* n, const char* what) {
     case Op::cast: {
       E a = arg(0);
       if (n->dtype == DType::boolean && n->operand(0)->dtype != DType::boolean) return {paren(a, 5) + "!=0", 4, a.late};
-      return a;  // i32 <-> u32 and bool -> integer keep the value (no wrap assumed)
+      const DType from = n->operand(0)->dtype;
+      const Node* src = n->operand(0);
+      const bool known_small = src->op == Op::constant && src->i() >= 0;  // i32 constant 0..2^31-1 or bool
+      if (n->dtype == DType::u32 && from == DType::i32 && !known_small) return wrap_u32(a);
+      if (n->dtype == DType::i32 && from == DType::u32 && !(src->op == Op::constant && src->bits < 0x80000000u))
+        // u32 -> i32: values from 2^31 up become negative, as the 32-bit word reads.
+        return {"floormod(" + a.text + "+2147483648,4294967296)-2147483648", 5, a.late};
+      return a;  // bool -> integer, and casts of in-range constants, keep the value
     }
     default: break;
   }

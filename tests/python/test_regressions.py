@@ -380,3 +380,26 @@ def test_reciprocal_of_a_shared_quotient(backend):
     ga, gb = f(a, b)
     np.testing.assert_allclose(ga.numpy(), -3.0 * b / (a * a), rtol=1e-5)
     np.testing.assert_allclose(gb.numpy(), 3.0 / a, rtol=1e-5)
+
+
+def test_u32_wraparound_in_the_host_plan(backend, rng):
+    """A program with no kernels: `em.u32(a) % m` for a negative i32 `a`. Was: 4294967291 for
+    u32(-5) % 7 on every backend (the interpreter was right): the host plan's expressions compute in
+    64-bit signed integers and took the cast as keeping the value, so the remainder saw -5. Now a
+    u32 value that can leave [0, 2^32) (a cast from i32, a difference, a negation) is wrapped with
+    floormod(x, 2^32) and a u32 cast to i32 is sign-wrapped (export/plan_expr.cpp). Found by the
+    fuzzer (seed 203137 of tests/fuzz/gen_isl.py's generator)."""
+    @em.compile
+    def g(a: em.i32, m: em.u32, b: em.u32):
+        return em.u32(a) % m, (b - m) // em.u32(3), em.i32(b - m) // 3, em.u32(a) > m, -b % m
+
+    def u(x):
+        return x % 2**32
+
+    cases = [(-5, 7, 2), (5, 7, 20), (-2**31, 3, 0), (7, 1000000007, 4000000000)]
+    cases += [(int(rng.integers(-2**31, 2**31)), int(rng.integers(1, 2**32)), int(rng.integers(0, 2**32)))
+              for _ in range(4)]
+    for a, m, b in cases:
+        got = [int(x.numpy()) for x in g(a, m, b)]
+        want = [u(a) % m, u(b - m) // 3, ((u(b - m) ^ 2**31) - 2**31) // 3, int(u(a) > m), u(-b) % m]
+        assert got == want, (a, m, b)
