@@ -477,6 +477,20 @@ Isl<isl_pw_aff> DependenceAnalysis::Impl::expr(Env& env, const Node* x) {
   return r;
 }
 
+namespace {
+
+// An access relation S -> M from a set over [S dims..., M dims...] (the builders' working space):
+// the last `mrank` dims become the memory's.
+Isl<isl_map> set_to_access(isl_set* acc, int sdims, int mrank) {
+  isl_map* m = isl_map_from_domain(acc);
+  m = isl_map_move_dims(m, isl_dim_out, 0, isl_dim_in, static_cast<unsigned>(sdims), static_cast<unsigned>(mrank));
+  m = isl_map_set_tuple_name(m, isl_dim_in, "S");
+  m = isl_map_set_tuple_name(m, isl_dim_out, "M");
+  return Isl<isl_map>(m);
+}
+
+}  // namespace
+
 Isl<isl_map> DependenceAnalysis::Impl::access_map(const MemAccess& x, const std::vector<Node*>& shape,
                                                   Isl<isl_set>* domain_out, const Node* carried) {
   const Node* mem = x.memory;
@@ -567,11 +581,7 @@ Isl<isl_map> DependenceAnalysis::Impl::access_map(const MemAccess& x, const std:
     }
   }
   if (!acc) return {};
-  isl_map* m = isl_map_from_domain(isl_set_coalesce(acc.take()));
-  m = isl_map_move_dims(m, isl_dim_out, 0, isl_dim_in, static_cast<unsigned>(sdims), static_cast<unsigned>(mrank));
-  m = isl_map_set_tuple_name(m, isl_dim_in, "S");
-  m = isl_map_set_tuple_name(m, isl_dim_out, "M");
-  return Isl<isl_map>(m);
+  return set_to_access(isl_set_coalesce(acc.take()), sdims, mrank);
 }
 
 namespace {
@@ -768,11 +778,7 @@ Isl<isl_map> DependenceAnalysis::Impl::affine_access_map(const MemAccess& x, con
     }
   }
   if (failed || !acc) return {};
-  isl_map* m = isl_map_from_domain(isl_set_from_basic_set(acc.take()));
-  m = isl_map_move_dims(m, isl_dim_out, 0, isl_dim_in, static_cast<unsigned>(sdims), static_cast<unsigned>(mrank));
-  m = isl_map_set_tuple_name(m, isl_dim_in, "S");
-  m = isl_map_set_tuple_name(m, isl_dim_out, "M");
-  return Isl<isl_map>(m);
+  return set_to_access(isl_set_from_basic_set(acc.take()), sdims, mrank);
 }
 
 namespace {
