@@ -498,7 +498,9 @@ class Program:
             self._traced_text = None
             self._trace()
         run_args = self._arguments(args, {})
-        return _C.interpret_stages(self._tracer, run_args, lower_groups, tile_threads)
+        if self._schedule:
+            _schedule.register_source(self.fn)
+        return _C.interpret_stages(self._tracer, run_args, lower_groups, tile_threads, _schedule.text(self._schedule))
 
     # Schedules.
     def schedule(self, *requests):

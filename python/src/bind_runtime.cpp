@@ -259,7 +259,8 @@ void bind_program(py::module_& m) {
 // the pipeline that changed it (as the named backend runs the pipeline), with the verifier after
 // each: [(stage, [outputs]), ...]. A pass that throws ends the list with ("error:<pass>", message).
 // The differential fuzzer (tests/fuzz) compares the stages with each other and with NumPy.
-py::list interpret_stages(Tracer& tracer, const py::list& args, bool lower_groups, bool tile_threads) {
+py::list interpret_stages(Tracer& tracer, const py::list& args, bool lower_groups, bool tile_threads,
+                          const std::string& schedule) {
   std::vector<ArgValue> in;
   for (py::handle a : args) {
     if (py::isinstance<HostTensor>(a)) in.push_back(ArgValue::of_tensor(a.cast<HostTensor>()));
@@ -281,6 +282,7 @@ py::list interpret_stages(Tracer& tracer, const py::list& args, bool lower_group
   {
     py::gil_scoped_release nogil;
     std::unique_ptr<Program> p = clone_program(tracer.program());
+    p->schedule = schedule;  // as CompiledProgram gets it, so apply_schedule runs here too
     auto record = [&](const std::string& name, Program& q) {
       std::vector<ArgValue> a = fresh_args();
       std::vector<HostTensor> outs = interpret(q, a);
@@ -321,7 +323,7 @@ void bind_runtime(py::module_& m) {
   bind_tensor(m);
   bind_program(m);
   m.def("interpret_stages", &interpret_stages, py::arg("tracer"), py::arg("args"), py::arg("lower_groups"),
-        py::arg("tile_threads"), "The interpreter's outputs (and inputs after the run) as traced and after "
+        py::arg("tile_threads"), py::arg("schedule") = std::string(), "The interpreter's outputs (and inputs after the run) as traced and after "
         "every pass that changed the IR: [(stage, [arrays])]; a failing pass ends it with ('error:<pass>', message).");
 }
 

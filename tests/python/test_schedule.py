@@ -280,3 +280,19 @@ def test_interchange_kernel_axis_with_carrying_loop_is_illegal(rng):
     np.testing.assert_allclose(row_scan(x).numpy(), np.cumsum(x, axis=1), rtol=1e-5)
     with pytest.raises(em.CompileError, match=r"reads out\[i, c - 1\] written by kernel 0 in an earlier iteration of c"):
         row_scan.schedule(S.interchange("c", "r"))(x)
+
+
+def test_interpreter_agrees_before_and_after_apply_schedule(rng):
+    """The reference interpreter gives NumPy's results as traced and after every pass of each
+    scheduled program, apply_schedule included (the pass's before/after check)."""
+    x = rand(rng, 6, 13)
+    cases = [(colscan.schedule(S.interchange("r", "c")), np.cumsum(x, axis=0)),
+             (rowsums.schedule(S.parallelize("r")), x.sum(axis=1)),
+             (rowsums.schedule(S.tile("c", 4)), x.sum(axis=1)),
+             (two_kernels.schedule(S.fuse("p", "q")), x.sum(axis=1) * 2 + 1)]
+    for prog, want in cases:
+        stages = prog._interpret_stages(x)
+        assert any(stage == "apply_schedule" for stage, _ in stages), [s for s, _ in stages]
+        for stage, outs in stages:
+            assert not stage.startswith("error"), f"{stage}: {outs}"
+            np.testing.assert_allclose(outs[0], want, rtol=1e-5, err_msg=f"stage {stage}")
