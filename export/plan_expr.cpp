@@ -133,14 +133,15 @@ PlanExprs::E PlanExprs::build(const Node* n, const char* what) {
     return E{s + ")", 100, late};
   };
   const bool is_signed = na > 0 && n->operand(0)->dtype == DType::i32;
-  // A u32 value that may have left [0, 2^32) in 64-bit math (a difference, a negation, a
-  // negative i32 cast to u32) is brought back as Ember's u32 arithmetic wraps it, so `/`, `%`,
-  // comparisons, min and max see the u32 value (u32(-5) % 7 is 6, not -5).
+  // A u32 value that may have left [0, 2^32) in 64-bit math (a sum, a product, a difference, a
+  // negation, a negative i32 cast to u32) is brought back as Ember's u32 arithmetic wraps it, so
+  // `/`, `%`, comparisons, min and max see the u32 value (u32(-5) % 7 is 6, not -5; 2^32 - 2 + 48
+  // is 46). Products wrap too: the evaluators multiply modulo 2^64, whose low 32 bits are right.
   auto wrap_u32 = [](const E& e) { return E{"floormod(" + e.text + ",4294967296)", 100, e.late}; };
   switch (n->op) {
-    case Op::add: return binary("+", 5);
+    case Op::add: return n->dtype == DType::u32 ? wrap_u32(binary("+", 5)) : binary("+", 5);
     case Op::sub: return n->dtype == DType::u32 ? wrap_u32(binary("-", 5)) : binary("-", 5);
-    case Op::mul: return binary("*", 6);
+    case Op::mul: return n->dtype == DType::u32 ? wrap_u32(binary("*", 6)) : binary("*", 6);
     case Op::div: return is_signed ? call("floordiv") : binary("/", 6);
     case Op::mod: return is_signed ? call("floormod") : binary("%", 6);
     case Op::min: return call("min");

@@ -388,18 +388,21 @@ def test_u32_wraparound_in_the_host_plan(backend, rng):
     64-bit signed integers and took the cast as keeping the value, so the remainder saw -5. Now a
     u32 value that can leave [0, 2^32) (a cast from i32, a difference, a negation) is wrapped with
     floormod(x, 2^32) and a u32 cast to i32 is sign-wrapped (export/plan_expr.cpp). Found by the
-    fuzzer (seed 203137 of tests/fuzz/gen_isl.py's generator)."""
+    fuzzer (seed 203137 of tests/fuzz/gen_isl.py's generator). Sums and products wrap too: seed
+    1002151 compared (2^32 - 2) + 48 with a u32 and saw 2^32 + 46."""
     @em.compile
     def g(a: em.i32, m: em.u32, b: em.u32):
-        return em.u32(a) % m, (b - m) // em.u32(3), em.i32(b - m) // 3, em.u32(a) > m, -b % m
+        return (em.u32(a) % m, (b - m) // em.u32(3), em.i32(b - m) // 3, em.u32(a) > m, -b % m,
+                (b + m) > em.u32(100), (b * m) % em.u32(1000003), ~m * b + m > b)
 
     def u(x):
         return x % 2**32
 
-    cases = [(-5, 7, 2), (5, 7, 20), (-2**31, 3, 0), (7, 1000000007, 4000000000)]
+    cases = [(-5, 7, 2), (5, 7, 20), (-2**31, 3, 0), (7, 1000000007, 4000000000), (3, 48, 2**32 - 2)]
     cases += [(int(rng.integers(-2**31, 2**31)), int(rng.integers(1, 2**32)), int(rng.integers(0, 2**32)))
               for _ in range(4)]
     for a, m, b in cases:
         got = [int(x.numpy()) for x in g(a, m, b)]
-        want = [u(a) % m, u(b - m) // 3, ((u(b - m) ^ 2**31) - 2**31) // 3, int(u(a) > m), u(-b) % m]
+        want = [u(a) % m, u(b - m) // 3, ((u(b - m) ^ 2**31) - 2**31) // 3, int(u(a) > m), u(-b) % m,
+                int(u(b + m) > 100), u(b * m) % 1000003, int(u(u(~m) * b + m) > b)]
         assert got == want, (a, m, b)
