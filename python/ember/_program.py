@@ -327,12 +327,11 @@ class Program:
         nodes = self._traced_text.count("\n")
         _log.logger.debug("compiling %s for %s: %d traced nodes", self.name, be, nodes)
         t0 = time.perf_counter()
-        if self._schedule:
-            _schedule.register_source(self.fn)
+        schedule = self._schedule_text()
         try:
             # The traced text is the program cache's key (printed from this tracer's program by
             # _trace), passed so that it is not printed twice.
-            cp = self._compiled[be] = _C.CompiledProgram(tr, be, self._traced_text, _schedule.text(self._schedule))
+            cp = self._compiled[be] = _C.CompiledProgram(tr, be, self._traced_text, schedule)
         except BaseException:
             self._traced_text = None  # the tracer gave its program away: trace again next time
             raise
@@ -498,11 +497,16 @@ class Program:
             self._traced_text = None
             self._trace()
         run_args = self._arguments(args, {})
-        if self._schedule:
-            _schedule.register_source(self.fn)
-        return _C.interpret_stages(self._tracer, run_args, lower_groups, tile_threads, _schedule.text(self._schedule))
+        return _C.interpret_stages(self._tracer, run_args, lower_groups, tile_threads, self._schedule_text())
 
     # Schedules.
+    def _schedule_text(self):
+        """The schedule as the compiler takes it (CompiledProgram and the interpreter's stages both
+        run apply_schedule), with fn's source registered first so the requests find their loops."""
+        if self._schedule:
+            _schedule.register_source(self.fn)
+        return _schedule.text(self._schedule)
+
     def schedule(self, *requests):
         """schedule(*requests) -> em.Program
 
