@@ -263,13 +263,20 @@ inline double cos_reduced(double r) {
 inline double reduce_half_pi(float xf, int64_t& q) {
   uint32_t w = word_of(xf);
   int64_t big = static_cast<int64_t>((w >> 23) & 0xFFu) - 150;  // x = M * 2^big
-  int64_t row = 3 * (big < 0 ? 0 : (big > 104 ? 104 : big));
+  // The table is read unconditionally, at a row clamped without a branch: a conditional read,
+  // or one GCC can prove is row 0 on a path, becomes a masked gather, which GCC 12 cannot
+  // emulate where gathers are not used (-march=znver3), and the loop stays scalar.
+  int64_t pos = big & ~(big >> 63);  // max(big, 0)
+  int64_t row = 3 * (pos > 104 ? 104 : pos);
   double m = static_cast<double>(static_cast<int32_t>((w & 0x7FFFFFu) | 0x800000u));
   m = (w & 0x80000000u) ? -m : m;
   bool large = big >= 0;
-  double y0 = large ? m * kPow2Mod2Pi[row] : static_cast<double>(xf);  // exact
-  double y1 = large ? m * kPow2Mod2Pi[row + 1] : 0.0;                      // exact
-  double y2 = large ? m * kPow2Mod2Pi[row + 2] : 0.0;
+  // Below 2^23 row 0 is {1, 0, 0}: y0 = x, y1 = y2 = +-0 (x nonzero: a below is not 0, so the
+  // zero's sign changes nothing; sin(+-0) is fixed up in sin_cos).
+  double mm = large ? m : static_cast<double>(xf);
+  double y0 = mm * kPow2Mod2Pi[row];      // exact
+  double y1 = mm * kPow2Mod2Pi[row + 1];  // exact
+  double y2 = mm * kPow2Mod2Pi[row + 2];
   double t = (y0 + y1) * kTwoOverPi + kRound;
   double k = t - kRound;
   q = static_cast<int64_t>(word_of(t) - word_of(kRound));

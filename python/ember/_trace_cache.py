@@ -30,7 +30,6 @@ import marshal
 import os
 import site
 import sys
-import sysconfig
 import types
 
 import numpy as np
@@ -55,7 +54,11 @@ def enabled():
 
 @functools.lru_cache(maxsize=None)
 def _library_dirs():
-    dirs = {sysconfig.get_paths().get(k) for k in ("stdlib", "platstdlib", "purelib", "platlib")}
+    """The standard library's and site-packages' directories: sysconfig's stdlib, platstdlib,
+    purelib and platlib, taken without sysconfig.get_paths() (its first call loads the build's
+    configuration data: 2-10 ms of a warm-cache process's first call)."""
+    ver = "python%d.%d" % sys.version_info[:2]
+    dirs = {os.path.dirname(os.__file__), os.path.join(sys.exec_prefix, getattr(sys, "platlibdir", "lib"), ver)}
     try:
         dirs.update(site.getsitepackages())
         dirs.add(site.getusersitepackages())
