@@ -586,6 +586,16 @@ Isl<isl_map> DependenceAnalysis::Impl::access_map(const MemAccess& x, const std:
 
 namespace {
 
+// The operands of a chain of `op` (min or max) nodes at x, or x itself (i32 only).
+void bound_terms(const Node* x, Op op, std::vector<const Node*>& out) {
+  if (x->op == op && x->dtype == DType::i32) {
+    bound_terms(x->operand(0), op, out);
+    bound_terms(x->operand(1), op, out);
+    return;
+  }
+  out.push_back(x);
+}
+
 // Index expressions as isl_aff on one access's set space [S dims..., M dims...]: collect() first
 // decides, node by node, what access_map's expr() would make of it (the same cases, without
 // min/max, which need pieces) and gathers the host values that become parameters, so that
@@ -699,12 +709,23 @@ Isl<isl_map> DependenceAnalysis::Impl::affine_access_map(const MemAccess& x, con
   for (int a = 0; a < rank; ++a) dim_ok[static_cast<size_t>(a)] = ax.collect(shape[static_cast<size_t>(a)]);
   for (int a = 0; a < mrank; ++a) mdim_ok[static_cast<size_t>(a)] = ax.collect(mem->shape[static_cast<size_t>(a)]);
   std::vector<char> loop_ok(static_cast<size_t>(nloops), 0);  // 0 unbounded, 1 up, -1 down
+  // A loop's bounds as terms: c >= every lower term and c < every upper one (step > 0), or
+  // c <= every upper term and c > every lower one (step < 0); a max lower bound or a min upper
+  // one is the conjunction of its operands' bounds (b <= c < min(e1, e2): c < e1 and c < e2).
+  std::vector<std::vector<const Node*>> lower(static_cast<size_t>(nloops)), upper(static_cast<size_t>(nloops));
   for (int j = 0; j < nloops; ++j) {
     const Node* l = loops[static_cast<size_t>(j)];
     const Node* st = l->operand(2);
     if (st->op != Op::constant || st->i() == 0) continue;
-    if (!ax.collect(l->operand(0)) || !ax.collect(l->operand(1))) return {};  // a half-bounded loop: piecewise builder
-    loop_ok[static_cast<size_t>(j)] = st->i() > 0 ? 1 : -1;
+    const bool up = st->i() > 0;
+    std::vector<const Node*>& lo = lower[static_cast<size_t>(j)];
+    std::vector<const Node*>& hi = upper[static_cast<size_t>(j)];
+    bound_terms(l->operand(0), up ? Op::max : Op::min, up ? lo : hi);
+    bound_terms(l->operand(1), up ? Op::min : Op::max, up ? hi : lo);
+    for (const std::vector<const Node*>* terms : {&lo, &hi})
+      for (const Node* t : *terms)
+        if (!ax.collect(t)) return {};  // a half-bounded loop: piecewise builder
+    loop_ok[static_cast<size_t>(j)] = up ? 1 : -1;
   }
   // Per memory axis: 'e' the index exactly, 'a' any element of the axis.
   std::vector<char> coord(static_cast<size_t>(mrank), 'a');
@@ -729,8 +750,8 @@ Isl<isl_map> DependenceAnalysis::Impl::affine_access_map(const MemAccess& x, con
     } else if (ix->op == Op::constant) {
       in_range = ix->i() >= 0 && const_dim(md) > ix->i();
     }
-    if (!in_range) return {};  // clamp pieces, wrap or unsafe range checks: the piecewise builder
-    coord[static_cast<size_t>(a)] = 'e';
+    // Otherwise isl checks the range on the iteration domain below ('r').
+    coord[static_cast<size_t>(a)] = in_range ? 'e' : 'r';
   }
   if (ax.pieces) return {};
   if (any_everywhere) coord.assign(coord.size(), 'a');
@@ -756,15 +777,33 @@ Isl<isl_map> DependenceAnalysis::Impl::affine_access_map(const MemAccess& x, con
     if (dim_ok[static_cast<size_t>(a)]) add(isl_aff_lt_basic_set(var(a), of(shape[static_cast<size_t>(a)])));
   }
   for (int j = 0; j < nloops; ++j) {
-    const Node* l = loops[static_cast<size_t>(j)];
-    if (loop_ok[static_cast<size_t>(j)] > 0) {
-      add(isl_aff_le_basic_set(of(l->operand(0)), var(rank + j)));
-      add(isl_aff_lt_basic_set(var(rank + j), of(l->operand(1))));
-    } else if (loop_ok[static_cast<size_t>(j)] < 0) {
-      add(isl_aff_le_basic_set(var(rank + j), of(l->operand(0))));
-      add(isl_aff_lt_basic_set(of(l->operand(1)), var(rank + j)));
+    for (const Node* t : lower[static_cast<size_t>(j)])
+      add(loop_ok[static_cast<size_t>(j)] > 0 ? isl_aff_le_basic_set(of(t), var(rank + j))
+                                              : isl_aff_lt_basic_set(of(t), var(rank + j)));
+    for (const Node* t : upper[static_cast<size_t>(j)])
+      add(loop_ok[static_cast<size_t>(j)] > 0 ? isl_aff_lt_basic_set(var(rank + j), of(t))
+                                              : isl_aff_le_basic_set(var(rank + j), of(t)));
+  }
+  if (failed || !acc) return {};
+  // Indices not in range by syntax: in range on the whole iteration domain (no point below 0 or
+  // at the dim and beyond), the index itself in every mode; otherwise an unsafe access may leave
+  // its row (anywhere in the memory), and a clamp or wrap that acts is the piecewise builder's.
+  for (int a = 0; a < mrank; ++a) {
+    if (coord[static_cast<size_t>(a)] != 'r') continue;
+    const Node* ix = n->operand(n->first_index_operand() + a);
+    Isl<isl_basic_set> below(isl_basic_set_intersect(acc.copy(), isl_aff_lt_basic_set(of(ix), zero())));
+    Isl<isl_basic_set> beyond(
+        isl_basic_set_intersect(acc.copy(), isl_aff_ge_basic_set(of(ix), of(mem->shape[static_cast<size_t>(a)]))));
+    if (!below || !beyond) return {};
+    if (isl_basic_set_is_empty(below.get()) == isl_bool_true && isl_basic_set_is_empty(beyond.get()) == isl_bool_true) {
+      coord[static_cast<size_t>(a)] = 'e';
+    } else if (n->mode == IndexMode::unsafe) {
+      any_everywhere = true;
+    } else {
+      return {};
     }
   }
+  if (any_everywhere) coord.assign(coord.size(), 'a');
   for (int a = 0; a < mrank; ++a) {
     const int e = sdims + a;
     const char c = coord[static_cast<size_t>(a)];
