@@ -263,6 +263,148 @@ Syntax injective_by_syntax(const Node* n, const std::vector<Node*>& shape, uint6
 }
 
 
+// ---- "Crosses" by a witness, without isl ------------------------------------------------------
+// For a pair whose indices are each a thread coordinate in range (C), a constant in range (K), or
+// an expression the model over-approximates as any element of its axis (A), an explicit instance
+// pair shows that they meet at different threads; isl would find the same pair (the model only
+// adds instances), so the answer is identical, only cheaper (a gather along an axis against a
+// write of one element, a sort whose indices are shifts).
+
+// Whether the value of host expression d can be made as large as wanted by choosing parameters
+// (a parameter, or + - * // of such with positive constants): every bound the witness needs of
+// the parameters is a lower bound, so all of them hold at once for large enough parameters.
+bool unbounded_above(const Node* d, int depth = 0) {
+  if (depth > 8 || d->dtype != DType::i32 || !host_scalar(d)) return false;
+  auto pos_const = [](const Node* o) { return o->op == Op::constant && o->dtype == DType::i32 && o->i() > 0; };
+  switch (d->op) {
+    case Op::constant: case Op::sub: case Op::neg: case Op::mod: case Op::min: case Op::max: case Op::index:
+      return false;
+    case Op::add:
+      return (unbounded_above(d->operand(0), depth + 1) && (d->operand(1)->op == Op::constant || unbounded_above(d->operand(1), depth + 1))) ||
+             (d->operand(0)->op == Op::constant && unbounded_above(d->operand(1), depth + 1));
+    case Op::mul:
+      return (pos_const(d->operand(0)) && unbounded_above(d->operand(1), depth + 1)) ||
+             (pos_const(d->operand(1)) && unbounded_above(d->operand(0), depth + 1));
+    case Op::div:
+      return pos_const(d->operand(1)) && unbounded_above(d->operand(0), depth + 1);
+    default:  // any other host value (a host loop's counter too: within_thread carries none)
+      return true;  // any other host value is a free parameter of the model
+  }
+}
+
+// Whether dim d may be at least k (a constant, or unbounded above).
+bool may_be_at_least(const Node* d, long k) {
+  const int64_t c = const_dim(d);
+  return c >= 0 ? c >= k : unbounded_above(d);
+}
+
+// The value of bound b at the witness (constants and counters of the loops already given a
+// value), or false.
+bool witness_value(const Node* b, const std::vector<const Node*>& loops, const std::vector<long>& at, long* v) {
+  if (b->op == Op::constant && b->dtype == DType::i32) {
+    *v = b->i();
+    return true;
+  }
+  for (size_t j = 0; j < at.size(); ++j)
+    if (loops[j] == b) {
+      *v = at[j];
+      return true;
+    }
+  return false;
+}
+
+// Whether access m's loops (inside its thread) all run at least once with each counter at its
+// first value, given that every parameter may be large.
+bool loops_run_once(const MemAccess& m) {
+  const std::vector<const Node*> loops = enclosing_loops(m.node);
+  std::vector<long> at;
+  for (const Node* l : loops) {
+    const Node* st = l->operand(2);
+    if (st->op != Op::constant || st->i() == 0) return false;
+    long b = 0, e = 0;
+    if (!witness_value(l->operand(0), loops, at, &b)) {
+      // A downward loop from a large begin to a known end: the counter at end + 1.
+      if (!(st->i() < 0 && unbounded_above(l->operand(0)) && witness_value(l->operand(1), loops, at, &e))) return false;
+      at.push_back(e + 1);
+      continue;
+    }
+    if (witness_value(l->operand(1), loops, at, &e)) {
+      if (st->i() > 0 ? !(b < e) : !(e < b)) return false;
+    } else if (!(st->i() > 0 && unbounded_above(l->operand(1)))) {
+      return false;
+    }
+    at.push_back(b);
+  }
+  return true;
+}
+
+// Index a of access m as the witness reads it: 'c' the coordinate *axis in range, 'k' the
+// constant *axis in range, 'a' any element (not an expression the model makes exact), 0 other.
+char index_form(const MemAccess& m, const std::vector<Node*>& shape, int a, long* which) {
+  const Node* md = m.memory->shape[static_cast<size_t>(a)];
+  if (m.own) {  // a value fusion would store: the thread's element where the dims agree, else any
+    if (a < static_cast<int>(shape.size()) && same_dim(md, shape[static_cast<size_t>(a)])) {
+      *which = a;
+      return 'c';
+    }
+    return 'a';
+  }
+  const Node* n = m.node;
+  const Node* ix = n->operand(n->first_index_operand() + a);
+  if (ix->op == Op::index && is_coordinate(ix, shape, ix->axis)) {
+    const Node* td = shape[static_cast<size_t>(ix->axis)];
+    *which = ix->axis;
+    return same_dim(md, td) || (const_dim(md) >= 0 && const_dim(td) >= 0 && const_dim(td) <= const_dim(md)) ? 'c' : 0;
+  }
+  if (ix->op == Op::constant && ix->dtype == DType::i32) {
+    *which = ix->i();
+    return ix->i() >= 0 && const_dim(md) > ix->i() ? 'k' : 0;
+  }
+  uint64_t axes = 0;
+  int budget = 64;  // small expressions only: the model's own budget is not in question
+  if (index_axes(ix, shape, enclosing_loops(n), &axes, &budget) || budget < 0) return 0;
+  return 'a';
+}
+
+// Whether x (group of shape xs) and y (shape ys) provably meet at threads that differ in a lead
+// coordinate, by the witness above.
+bool crosses_by_witness(const MemAccess& x, const std::vector<Node*>& xs, const MemAccess& y,
+                        const std::vector<Node*>& ys, int lead) {
+  for (const MemAccess* m : {&x, &y}) {
+    if (m->memory != x.memory || (m->own && m->memory->op == Op::var)) return false;
+    if (!m->own && (!is_access(m->node) || m->node->flat)) return false;
+  }
+  const Node* mem = x.memory;
+  for (const std::vector<Node*>* sh : {&xs, &ys})
+    for (const Node* d : *sh)
+      if (!may_be_at_least(d, 1)) return false;
+  if (!loops_run_once(x) || !loops_run_once(y)) return false;
+  std::vector<char> fx(static_cast<size_t>(mem->rank())), fy(fx.size());
+  std::vector<long> wx(fx.size()), wy(fx.size());
+  for (int a = 0; a < mem->rank(); ++a) {
+    fx[static_cast<size_t>(a)] = index_form(x, xs, a, &wx[static_cast<size_t>(a)]);
+    fy[static_cast<size_t>(a)] = index_form(y, ys, a, &wy[static_cast<size_t>(a)]);
+    if (!fx[static_cast<size_t>(a)] || !fy[static_cast<size_t>(a)]) return false;
+    if (fx[static_cast<size_t>(a)] == 'a' && fy[static_cast<size_t>(a)] == 'a' &&
+        !may_be_at_least(mem->shape[static_cast<size_t>(a)], 1))
+      return false;
+  }
+  // Thread coordinates are 0 but coordinate d of one side, which is 1.
+  for (int d = 0; d < lead && d < static_cast<int>(xs.size()) && d < static_cast<int>(ys.size()); ++d) {
+    bool ok = true;
+    for (int a = 0; a < mem->rank() && ok; ++a) {
+      const size_t i = static_cast<size_t>(a);
+      if (fx[i] == 'a' || fy[i] == 'a') continue;
+      if (fx[i] == 'k' && fy[i] == 'k') ok = wx[i] == wy[i];
+      else if (fx[i] == 'c' && fy[i] == 'c') ok = wx[i] == wy[i] && wx[i] != d;
+      else ok = false;  // a constant against a coordinate: the witness's zeros may not fit
+    }
+    if (ok && (may_be_at_least(xs[static_cast<size_t>(d)], 2) || may_be_at_least(ys[static_cast<size_t>(d)], 2)))
+      return true;
+  }
+  return false;
+}
+
 // Whether accesses x and y of one memory are ordered by a dependence of the kind asked for.
 bool dependent_kinds(const MemAccess& x, const MemAccess& y, DepPairs pairs) {
   if (pairs == DepPairs::flow_anti) return (writes(x) && reads(y)) || (writes(y) && reads(x));
@@ -940,7 +1082,7 @@ bool DependenceAnalysis::within_thread(const AccessGroup& a, const AccessGroup& 
           ++stats_.fast;
           continue;
         }
-        if (offsets_differ(x, a.shape(), y, b.shape(), lead)) {
+        if (offsets_differ(x, a.shape(), y, b.shape(), lead) || crosses_by_witness(x, a.shape(), y, b.shape(), lead)) {
           ++stats_.fast;
           return dependent(DepWhy::Cause::crosses);
         }
