@@ -263,6 +263,148 @@ Syntax injective_by_syntax(const Node* n, const std::vector<Node*>& shape, uint6
 }
 
 
+// ---- "Crosses" by a witness, without isl ------------------------------------------------------
+// For a pair whose indices are each a thread coordinate in range (C), a constant in range (K), or
+// an expression the model over-approximates as any element of its axis (A), an explicit instance
+// pair shows that they meet at different threads; isl would find the same pair (the model only
+// adds instances), so the answer is identical, only cheaper (a gather along an axis against a
+// write of one element, a sort whose indices are shifts).
+
+// Whether the value of host expression d can be made as large as wanted by choosing parameters
+// (a parameter, or + - * // of such with positive constants): every bound the witness needs of
+// the parameters is a lower bound, so all of them hold at once for large enough parameters.
+bool unbounded_above(const Node* d, int depth = 0) {
+  if (depth > 8 || d->dtype != DType::i32 || !host_scalar(d)) return false;
+  auto pos_const = [](const Node* o) { return o->op == Op::constant && o->dtype == DType::i32 && o->i() > 0; };
+  switch (d->op) {
+    case Op::constant: case Op::sub: case Op::neg: case Op::mod: case Op::min: case Op::max: case Op::index:
+      return false;
+    case Op::add:
+      return (unbounded_above(d->operand(0), depth + 1) && (d->operand(1)->op == Op::constant || unbounded_above(d->operand(1), depth + 1))) ||
+             (d->operand(0)->op == Op::constant && unbounded_above(d->operand(1), depth + 1));
+    case Op::mul:
+      return (pos_const(d->operand(0)) && unbounded_above(d->operand(1), depth + 1)) ||
+             (pos_const(d->operand(1)) && unbounded_above(d->operand(0), depth + 1));
+    case Op::div:
+      return pos_const(d->operand(1)) && unbounded_above(d->operand(0), depth + 1);
+    default:  // any other host value (a host loop's counter too: within_thread carries none)
+      return true;  // any other host value is a free parameter of the model
+  }
+}
+
+// Whether dim d may be at least k (a constant, or unbounded above).
+bool may_be_at_least(const Node* d, long k) {
+  const int64_t c = const_dim(d);
+  return c >= 0 ? c >= k : unbounded_above(d);
+}
+
+// The value of bound b at the witness (constants and counters of the loops already given a
+// value), or false.
+bool witness_value(const Node* b, const std::vector<const Node*>& loops, const std::vector<long>& at, long* v) {
+  if (b->op == Op::constant && b->dtype == DType::i32) {
+    *v = b->i();
+    return true;
+  }
+  for (size_t j = 0; j < at.size(); ++j)
+    if (loops[j] == b) {
+      *v = at[j];
+      return true;
+    }
+  return false;
+}
+
+// Whether access m's loops (inside its thread) all run at least once with each counter at its
+// first value, given that every parameter may be large.
+bool loops_run_once(const MemAccess& m) {
+  const std::vector<const Node*> loops = enclosing_loops(m.node);
+  std::vector<long> at;
+  for (const Node* l : loops) {
+    const Node* st = l->operand(2);
+    if (st->op != Op::constant || st->i() == 0) return false;
+    long b = 0, e = 0;
+    if (!witness_value(l->operand(0), loops, at, &b)) {
+      // A downward loop from a large begin to a known end: the counter at end + 1.
+      if (!(st->i() < 0 && unbounded_above(l->operand(0)) && witness_value(l->operand(1), loops, at, &e))) return false;
+      at.push_back(e + 1);
+      continue;
+    }
+    if (witness_value(l->operand(1), loops, at, &e)) {
+      if (st->i() > 0 ? !(b < e) : !(e < b)) return false;
+    } else if (!(st->i() > 0 && unbounded_above(l->operand(1)))) {
+      return false;
+    }
+    at.push_back(b);
+  }
+  return true;
+}
+
+// Index a of access m as the witness reads it: 'c' the coordinate *axis in range, 'k' the
+// constant *axis in range, 'a' any element (not an expression the model makes exact), 0 other.
+char index_form(const MemAccess& m, const std::vector<Node*>& shape, int a, long* which) {
+  const Node* md = m.memory->shape[static_cast<size_t>(a)];
+  if (m.own) {  // a value fusion would store: the thread's element where the dims agree, else any
+    if (a < static_cast<int>(shape.size()) && same_dim(md, shape[static_cast<size_t>(a)])) {
+      *which = a;
+      return 'c';
+    }
+    return 'a';
+  }
+  const Node* n = m.node;
+  const Node* ix = n->operand(n->first_index_operand() + a);
+  if (ix->op == Op::index && is_coordinate(ix, shape, ix->axis)) {
+    const Node* td = shape[static_cast<size_t>(ix->axis)];
+    *which = ix->axis;
+    return same_dim(md, td) || (const_dim(md) >= 0 && const_dim(td) >= 0 && const_dim(td) <= const_dim(md)) ? 'c' : 0;
+  }
+  if (ix->op == Op::constant && ix->dtype == DType::i32) {
+    *which = ix->i();
+    return ix->i() >= 0 && const_dim(md) > ix->i() ? 'k' : 0;
+  }
+  uint64_t axes = 0;
+  int budget = 64;  // small expressions only: the model's own budget is not in question
+  if (index_axes(ix, shape, enclosing_loops(n), &axes, &budget) || budget < 0) return 0;
+  return 'a';
+}
+
+// Whether x (group of shape xs) and y (shape ys) provably meet at threads that differ in a lead
+// coordinate, by the witness above.
+bool crosses_by_witness(const MemAccess& x, const std::vector<Node*>& xs, const MemAccess& y,
+                        const std::vector<Node*>& ys, int lead) {
+  for (const MemAccess* m : {&x, &y}) {
+    if (m->memory != x.memory || (m->own && m->memory->op == Op::var)) return false;
+    if (!m->own && (!is_access(m->node) || m->node->flat)) return false;
+  }
+  const Node* mem = x.memory;
+  for (const std::vector<Node*>* sh : {&xs, &ys})
+    for (const Node* d : *sh)
+      if (!may_be_at_least(d, 1)) return false;
+  if (!loops_run_once(x) || !loops_run_once(y)) return false;
+  std::vector<char> fx(static_cast<size_t>(mem->rank())), fy(fx.size());
+  std::vector<long> wx(fx.size()), wy(fx.size());
+  for (int a = 0; a < mem->rank(); ++a) {
+    fx[static_cast<size_t>(a)] = index_form(x, xs, a, &wx[static_cast<size_t>(a)]);
+    fy[static_cast<size_t>(a)] = index_form(y, ys, a, &wy[static_cast<size_t>(a)]);
+    if (!fx[static_cast<size_t>(a)] || !fy[static_cast<size_t>(a)]) return false;
+    if (fx[static_cast<size_t>(a)] == 'a' && fy[static_cast<size_t>(a)] == 'a' &&
+        !may_be_at_least(mem->shape[static_cast<size_t>(a)], 1))
+      return false;
+  }
+  // Thread coordinates are 0 but coordinate d of one side, which is 1.
+  for (int d = 0; d < lead && d < static_cast<int>(xs.size()) && d < static_cast<int>(ys.size()); ++d) {
+    bool ok = true;
+    for (int a = 0; a < mem->rank() && ok; ++a) {
+      const size_t i = static_cast<size_t>(a);
+      if (fx[i] == 'a' || fy[i] == 'a') continue;
+      if (fx[i] == 'k' && fy[i] == 'k') ok = wx[i] == wy[i];
+      else if (fx[i] == 'c' && fy[i] == 'c') ok = wx[i] == wy[i] && wx[i] != d;
+      else ok = false;  // a constant against a coordinate: the witness's zeros may not fit
+    }
+    if (ok && (may_be_at_least(xs[static_cast<size_t>(d)], 2) || may_be_at_least(ys[static_cast<size_t>(d)], 2)))
+      return true;
+  }
+  return false;
+}
+
 // Whether accesses x and y of one memory are ordered by a dependence of the kind asked for.
 bool dependent_kinds(const MemAccess& x, const MemAccess& y, DepPairs pairs) {
   if (pairs == DepPairs::flow_anti) return (writes(x) && reads(y)) || (writes(y) && reads(x));
@@ -586,6 +728,16 @@ Isl<isl_map> DependenceAnalysis::Impl::access_map(const MemAccess& x, const std:
 
 namespace {
 
+// The operands of a chain of `op` (min or max) nodes at x, or x itself (i32 only).
+void bound_terms(const Node* x, Op op, std::vector<const Node*>& out) {
+  if (x->op == op && x->dtype == DType::i32) {
+    bound_terms(x->operand(0), op, out);
+    bound_terms(x->operand(1), op, out);
+    return;
+  }
+  out.push_back(x);
+}
+
 // Index expressions as isl_aff on one access's set space [S dims..., M dims...]: collect() first
 // decides, node by node, what access_map's expr() would make of it (the same cases, without
 // min/max, which need pieces) and gathers the host values that become parameters, so that
@@ -699,12 +851,23 @@ Isl<isl_map> DependenceAnalysis::Impl::affine_access_map(const MemAccess& x, con
   for (int a = 0; a < rank; ++a) dim_ok[static_cast<size_t>(a)] = ax.collect(shape[static_cast<size_t>(a)]);
   for (int a = 0; a < mrank; ++a) mdim_ok[static_cast<size_t>(a)] = ax.collect(mem->shape[static_cast<size_t>(a)]);
   std::vector<char> loop_ok(static_cast<size_t>(nloops), 0);  // 0 unbounded, 1 up, -1 down
+  // A loop's bounds as terms: c >= every lower term and c < every upper one (step > 0), or
+  // c <= every upper term and c > every lower one (step < 0); a max lower bound or a min upper
+  // one is the conjunction of its operands' bounds (b <= c < min(e1, e2): c < e1 and c < e2).
+  std::vector<std::vector<const Node*>> lower(static_cast<size_t>(nloops)), upper(static_cast<size_t>(nloops));
   for (int j = 0; j < nloops; ++j) {
     const Node* l = loops[static_cast<size_t>(j)];
     const Node* st = l->operand(2);
     if (st->op != Op::constant || st->i() == 0) continue;
-    if (!ax.collect(l->operand(0)) || !ax.collect(l->operand(1))) return {};  // a half-bounded loop: piecewise builder
-    loop_ok[static_cast<size_t>(j)] = st->i() > 0 ? 1 : -1;
+    const bool up = st->i() > 0;
+    std::vector<const Node*>& lo = lower[static_cast<size_t>(j)];
+    std::vector<const Node*>& hi = upper[static_cast<size_t>(j)];
+    bound_terms(l->operand(0), up ? Op::max : Op::min, up ? lo : hi);
+    bound_terms(l->operand(1), up ? Op::min : Op::max, up ? hi : lo);
+    for (const std::vector<const Node*>* terms : {&lo, &hi})
+      for (const Node* t : *terms)
+        if (!ax.collect(t)) return {};  // a half-bounded loop: piecewise builder
+    loop_ok[static_cast<size_t>(j)] = up ? 1 : -1;
   }
   // Per memory axis: 'e' the index exactly, 'a' any element of the axis.
   std::vector<char> coord(static_cast<size_t>(mrank), 'a');
@@ -729,8 +892,8 @@ Isl<isl_map> DependenceAnalysis::Impl::affine_access_map(const MemAccess& x, con
     } else if (ix->op == Op::constant) {
       in_range = ix->i() >= 0 && const_dim(md) > ix->i();
     }
-    if (!in_range) return {};  // clamp pieces, wrap or unsafe range checks: the piecewise builder
-    coord[static_cast<size_t>(a)] = 'e';
+    // Otherwise isl checks the range on the iteration domain below ('r').
+    coord[static_cast<size_t>(a)] = in_range ? 'e' : 'r';
   }
   if (ax.pieces) return {};
   if (any_everywhere) coord.assign(coord.size(), 'a');
@@ -756,15 +919,33 @@ Isl<isl_map> DependenceAnalysis::Impl::affine_access_map(const MemAccess& x, con
     if (dim_ok[static_cast<size_t>(a)]) add(isl_aff_lt_basic_set(var(a), of(shape[static_cast<size_t>(a)])));
   }
   for (int j = 0; j < nloops; ++j) {
-    const Node* l = loops[static_cast<size_t>(j)];
-    if (loop_ok[static_cast<size_t>(j)] > 0) {
-      add(isl_aff_le_basic_set(of(l->operand(0)), var(rank + j)));
-      add(isl_aff_lt_basic_set(var(rank + j), of(l->operand(1))));
-    } else if (loop_ok[static_cast<size_t>(j)] < 0) {
-      add(isl_aff_le_basic_set(var(rank + j), of(l->operand(0))));
-      add(isl_aff_lt_basic_set(of(l->operand(1)), var(rank + j)));
+    for (const Node* t : lower[static_cast<size_t>(j)])
+      add(loop_ok[static_cast<size_t>(j)] > 0 ? isl_aff_le_basic_set(of(t), var(rank + j))
+                                              : isl_aff_lt_basic_set(of(t), var(rank + j)));
+    for (const Node* t : upper[static_cast<size_t>(j)])
+      add(loop_ok[static_cast<size_t>(j)] > 0 ? isl_aff_lt_basic_set(var(rank + j), of(t))
+                                              : isl_aff_le_basic_set(var(rank + j), of(t)));
+  }
+  if (failed || !acc) return {};
+  // Indices not in range by syntax: in range on the whole iteration domain (no point below 0 or
+  // at the dim and beyond), the index itself in every mode; otherwise an unsafe access may leave
+  // its row (anywhere in the memory), and a clamp or wrap that acts is the piecewise builder's.
+  for (int a = 0; a < mrank; ++a) {
+    if (coord[static_cast<size_t>(a)] != 'r') continue;
+    const Node* ix = n->operand(n->first_index_operand() + a);
+    Isl<isl_basic_set> below(isl_basic_set_intersect(acc.copy(), isl_aff_lt_basic_set(of(ix), zero())));
+    Isl<isl_basic_set> beyond(
+        isl_basic_set_intersect(acc.copy(), isl_aff_ge_basic_set(of(ix), of(mem->shape[static_cast<size_t>(a)]))));
+    if (!below || !beyond) return {};
+    if (isl_basic_set_is_empty(below.get()) == isl_bool_true && isl_basic_set_is_empty(beyond.get()) == isl_bool_true) {
+      coord[static_cast<size_t>(a)] = 'e';
+    } else if (n->mode == IndexMode::unsafe) {
+      any_everywhere = true;
+    } else {
+      return {};
     }
   }
+  if (any_everywhere) coord.assign(coord.size(), 'a');
   for (int a = 0; a < mrank; ++a) {
     const int e = sdims + a;
     const char c = coord[static_cast<size_t>(a)];
@@ -901,7 +1082,7 @@ bool DependenceAnalysis::within_thread(const AccessGroup& a, const AccessGroup& 
           ++stats_.fast;
           continue;
         }
-        if (offsets_differ(x, a.shape(), y, b.shape(), lead)) {
+        if (offsets_differ(x, a.shape(), y, b.shape(), lead) || crosses_by_witness(x, a.shape(), y, b.shape(), lead)) {
           ++stats_.fast;
           return dependent(DepWhy::Cause::crosses);
         }
