@@ -90,6 +90,21 @@ inline void pack_panel(float* panel, const float* src, const int64_t* base, cons
     for (int64_t k = 0; k < kc; ++k, s += step[0]) std::memcpy(panel + k * W, s, sizeof(float) * W);
     return;
   }
+  // Lines with one step along k (rows of a transposed or gathered operand): line by line, one
+  // load and one store per value.
+  bool same = n > 0;
+  for (int64_t l = 1; l < n && same; ++l) same = step[l] == step[0];
+  if (same) {
+    const int64_t st = step[0];
+    for (int64_t l = 0; l < n; ++l) {
+      const float* s = src + base[l] + k0 * st;
+      float* p = panel + l;
+      for (int64_t k = 0; k < kc; ++k) p[k * W] = s[k * st];
+    }
+    for (int64_t l = n; l < W; ++l)
+      for (int64_t k = 0; k < kc; ++k) panel[k * W + l] = 0.0f;
+    return;
+  }
   // Local copies: the kernels compile with -fno-strict-aliasing, and a store into the panel
   // must not make the compiler reload the lines' positions.
   const float* line[W];

@@ -126,9 +126,8 @@ bool legal(Node* k, const Deps& d) {
 }
 
 // The tile for kernel k: fj == 1 when none pays. A loop at the kernel's top level, shared by the
-// lanes, must read something every lane along j shares (loaded once per tile) and read what
-// depends on j contiguously (vector loads); rows are tiled too when that loop also reads
-// something the rows share.
+// lanes, must read what depends on j contiguously (vector loads; what the lanes share is loaded
+// once per tile); rows are tiled too when that loop also reads something the rows share.
 Tile choose(Node* k) {
   Tile none;
   if (!k->group.empty() || k->rank() < 1) return none;
@@ -148,15 +147,15 @@ Tile choose(Node* k) {
   bool pays = false, rows_share = false;
   for (Node* l = k->first_child; l; l = l->next) {
     if (l->op != Op::loop || d.any(l)) continue;
-    bool shared = false, contiguous = false, scattered = false, row_shared = false;
+    bool contiguous = false, scattered = false, row_shared = false;
     walk_subtree(l, [&](Node* n) {
       if (n->op != Op::load) return;
-      if (!d.on_j(n)) shared = true;
-      else if (contiguous_in_j(n, d, t, k)) contiguous = true;
-      else scattered = true;
+      if (d.on_j(n)) (contiguous_in_j(n, d, t, k) ? contiguous : scattered) = true;
       if (t.i >= 0 && !d.on_i(n)) row_shared = true;
     });
-    if (shared && contiguous && !scattered) {
+    // Lanes that share nothing pay too: their sums are independent chains, and their loads,
+    // consecutive along j, vector loads (a column sum would otherwise add one value at a time).
+    if (contiguous && !scattered) {
       pays = true;
       rows_share |= row_shared;
     }

@@ -12,6 +12,7 @@ A class may also define `_em_snapshot()` -> identity checks (see `holds`) that s
 _em_describe while they hold, or None: then a call passing the same objects, unchanged, reuses
 the last call's flattened arguments instead of describing them again (the per-call cost of a
 train step's Python side)."""
+import operator
 import types
 
 from . import _ember as _C
@@ -161,20 +162,13 @@ def holds(checks):
     held in a slot."""
     for c, keys, vals in checks:
         if keys is None:
-            cur = c
+            if len(c) != len(vals) or not all(map(operator.is_, c, vals)):
+                return False
         elif type(keys) is str:
             if getattr(c, keys) is not vals:
                 return False
-            continue
-        else:
-            if len(c) != len(keys) or tuple(c) != keys:
-                return False
-            cur = c.values()
-        if len(c) != len(vals):
+        elif tuple(c) != keys or not all(map(operator.is_, c.values(), vals)):  # keys and vals: equal lengths
             return False
-        for a, b in zip(cur, vals):
-            if a is not b:
-                return False
     return True
 
 

@@ -215,6 +215,9 @@ class Program:
         # The last call's object arguments as run arguments, while their _em_snapshot checks hold:
         # (backend, {position: weakref}, [checks], {position: [run values]}) or None.
         self._snap = None
+        # The last call's em.Tensor arguments (weak, by position) once their shapes were checked:
+        # a call passing the very same tensors (whose shapes cannot change) skips those checks.
+        self._same_tensors = None
 
     def __repr__(self):
         state = "compiled" if self._compiled else ("traced" if self._traced_text else "not traced")
@@ -417,7 +420,10 @@ class Program:
         if not self._from_trace_cache():
             self._trace(args if leaves is not None else None)
         copies = []
-        run_args = self._arguments(args, kwargs, copies, leaves, objects)  # argument errors come before any compiling
+        run_args = self._rerun_arguments(args, kwargs, leaves, objects)
+        if run_args is None:
+            run_args = self._arguments(args, kwargs, copies, leaves, objects)  # argument errors come before any compiling
+            self._keep_tensors(args, kwargs)
         cp = self._compile()
         back = []
         if copies:  # arrays passed as copies: the ones the program writes get the copy back
@@ -439,6 +445,41 @@ class Program:
         if self._returns == "one":
             return outs[0]
         return tuple(outs)
+
+    def _keep_tensors(self, args, kwargs):
+        """Remembers this call's tensor arguments (all em.Tensor, passed positionally) as checked."""
+        self._same_tensors = None
+        if kwargs or len(args) != len(self._params):
+            return
+        kept = {}
+        for k, (_, spec) in enumerate(self._params):
+            if isinstance(spec, (D.DType, O.ObjSpec)):
+                continue
+            if type(args[k]) is not Tensor:
+                return
+            kept[k] = weakref.ref(args[k])
+        self._same_tensors = (backend(), kept)
+
+    def _rerun_arguments(self, args, kwargs, leaves, objects):
+        """The run arguments when this call passes the last call's tensors again (their checks
+        stand) and its object arguments from a snapshot; None otherwise (then _arguments)."""
+        same = self._same_tensors
+        if same is None or kwargs or leaves is not None or len(args) != len(self._params) or same[0] != backend():
+            return None
+        kept = same[1]
+        out = []
+        for k, (pname, spec) in enumerate(self._params):
+            v = args[k]
+            if isinstance(spec, D.DType):
+                out.append(_scalar_word(pname, spec, v))
+            elif isinstance(spec, O.ObjSpec):
+                out.extend(objects[k])
+            else:
+                t = kept[k]()
+                if t is None or v is not t:
+                    return None
+                out.append(v)
+        return out
 
     def _snapshot_arguments(self, args, kwargs):
         """{position: [run values]} of the object arguments from the last call's snapshot when this

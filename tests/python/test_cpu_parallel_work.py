@@ -1,7 +1,7 @@
 """The cpu backend's OpenMP regions go parallel on estimated total work (codegen/c_printer.cpp
 parallel_condition): a cheap elementwise kernel stays on one thread up to hundreds of thousands
 of threads, a loop bounded by a kernel parameter counts at its run-time trip count, a packed
-product goes parallel from 4M multiply-adds; the results are the same on either side of each
+product goes parallel from 128K multiply-adds; the results are the same on either side of each
 threshold and with the contention policy off (EMBER_CPU_ADAPT=0, backends/cpu/cpu_threads.h)."""
 import os
 import re
@@ -56,11 +56,11 @@ def test_loop_bounded_by_a_parameter_counts_its_trips_at_run_time(rng):
         np.testing.assert_allclose(row_sums(x).numpy(), x.astype(np.float64).sum(axis=1), rtol=1e-4, atol=1e-3)
 
 
-def test_packed_product_goes_parallel_from_4m_multiply_adds(rng):
+def test_packed_product_goes_parallel_from_128k_multiply_adds(rng):
     src = matmul.source("cpp")
-    assert "ember_B * ember_M * len * ember_K >= 4194304" in src
+    assert "ember_B * ember_M * len * ember_K >= 131072" in src
     assert "const auto ember_l_m0 = m0;" in src  # the epilogue's locals
-    for n in (64, 256):  # 262K (one thread) and 16.8M multiply-adds (parallel)
+    for n in (32, 256):  # 32K (one thread) and 16.8M multiply-adds (parallel)
         a = rng.uniform(-1, 1, (n, n)).astype(np.float32)
         b = rng.uniform(-1, 1, (n, n)).astype(np.float32)
         np.testing.assert_allclose(matmul(a, b).numpy(), a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4)

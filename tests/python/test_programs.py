@@ -286,6 +286,28 @@ def test_call_time_errors(rng, backend):
     np.testing.assert_allclose(got.numpy(), X + V * 3 + 2, rtol=1e-6)
 
 
+def test_repeated_tensor_arguments_skip_only_their_own_checks(rng, backend):
+    """A call passing the last call's em.Tensors again reuses their shape checks (the fast path);
+    its scalars and any other tensor are still checked, and a tensor that died is not reused."""
+    @em.compile
+    def f(X: em.f32["N", 3], V: em.f32["N", 3], k: em.i32):
+        return X + V * k
+    X, V = rand(rng, 4, 3), rand(rng, 4, 3)
+    tx, tv = em.tensor(X), em.tensor(V)
+    for k in (1, 2, -3):  # the first call checks, the next two reuse its checks
+        np.testing.assert_allclose(f(tx, tv, k).numpy(), X + V * k, rtol=1e-6)
+    with pytest.raises(em.TypeError, match="'k'.*i32.*float"):
+        f(tx, tv, 1.5)
+    with pytest.raises(em.ShapeError, match="'V'.*N = 4 .*'X'"):
+        f(tx, em.tensor(rand(rng, 5, 3)), 1)
+    W = rand(rng, 4, 3)
+    np.testing.assert_allclose(f(tx, em.tensor(W), 2).numpy(), X + W * 2, rtol=1e-6)
+    del tv
+    with pytest.raises(em.ShapeError, match="'X'.*2 dimensions"):
+        f(em.tensor(rand(rng, 12)), em.tensor(W), 1)
+    np.testing.assert_allclose(f(X, W, 3).numpy(), X + W * 3, rtol=1e-6)  # NumPy arrays: checked each call
+
+
 def test_introspection(rng, monkeypatch):
     # The pass records are read below: a program-cache hit (the suite run again with the same
     # cache) would have none. tests/python/test_program_cache.py covers the hit.
