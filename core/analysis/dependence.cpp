@@ -1264,6 +1264,15 @@ bool DependenceAnalysis::own_element(const Node* n, const std::vector<Node*>& sh
     ++stats_.fast;
     return true;
   }
+  // By syntax: an index the model over-approximates (any element of its axis, 'a') on an axis
+  // that may be 2 or longer lets thread t meet another element, as isl would find.
+  for (int a = 0; a < mem->rank(); ++a) {
+    long which = 0;
+    if (index_form(x, shape, a, &which) == 'a' && may_be_at_least(mem->shape[static_cast<size_t>(a)], 2)) {
+      ++stats_.fast;
+      return false;
+    }
+  }
   if (syntactic_only()) return false;
   ++stats_.isl;
   if (!impl_) impl_ = std::make_unique<Impl>();

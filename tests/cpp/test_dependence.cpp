@@ -180,3 +180,28 @@ TEST(Dependence, OwnElementProvedByIsl) {
   EXPECT_TRUE(dep.own_element(load_of(min_i), k->shape));
   EXPECT_FALSE(dep.own_element(load_of(shifted), k->shape));
 }
+
+// A run-time index (X[Y[i]]) is any element in the model: not the thread's own, answered by syntax
+// (no isl question), as isl would answer; over an axis of constant size 1 it stays open for isl.
+TEST(Dependence, OwnElementRunTimeIndexBySyntax) {
+  Tracer t("gathered");
+  DimSpec n; n.kind = DimSpec::symbolic; n.name = "N";
+  Node* X = t.input(DType::f32, {n}, "X");
+  Node* Y = t.input(DType::i32, {n}, "Y");
+  Node* N = t.dim(X, 0);
+  Node* i = t.begin_kernel({N})[0];
+  Node* g = t.gather(X, {at(t.gather(Y, {at(i)}))});
+  t.scatter(X, {at(i)}, t.binary(Op::add, g, t.constant(1.0, DType::f32)));
+  t.end_scope();
+  std::unique_ptr<Program> p = t.release();
+  Node* k = nullptr;
+  p->for_each([&](Node* x) { if (x->op == Op::kernel) k = x; });
+  ASSERT_NE(k, nullptr);
+  Node* load = nullptr;
+  p->for_each([&](Node* x) { if (x->op == Op::load && x->operand(0) == X) load = x; });
+  ASSERT_NE(load, nullptr);
+  DependenceAnalysis dep;
+  EXPECT_FALSE(dep.own_element(load, k->shape));
+  EXPECT_EQ(dep.stats().isl, 0);
+  EXPECT_EQ(dep.stats().fast, 1);
+}
