@@ -371,7 +371,7 @@ char index_form(const MemAccess& m, const std::vector<Node*>& shape, int a, long
 bool crosses_by_witness(const MemAccess& x, const std::vector<Node*>& xs, const MemAccess& y,
                         const std::vector<Node*>& ys, int lead) {
   for (const MemAccess* m : {&x, &y}) {
-    if (m->memory != x.memory || (m->own && m->memory->op == Op::var)) return false;
+    if (m->memory != x.memory) return false;
     if (!m->own && (!is_access(m->node) || m->node->flat)) return false;
   }
   const Node* mem = x.memory;
@@ -534,6 +534,10 @@ struct DependenceAnalysis::Impl {
   // every expression it needs is affine without pieces (no min/max) and every index is known in
   // range by syntax; null otherwise (access_map then builds it with piecewise expressions).
   Isl<isl_map> affine_access_map(const MemAccess& x, const std::vector<Node*>& shape, const Node* carried);
+  // Whether instances of x (thread shape xs) and y (ys) touch one element from threads that differ
+  // in one of the first `lead` coordinates: 'y' yes, 'n' no, '?' isl could not tell.
+  char crosses(const MemAccess& x, const std::vector<Node*>& xs, const MemAccess& y, const std::vector<Node*>& ys,
+               int lead);
   long built = 0, reused = 0;
 
  private:
@@ -1052,6 +1056,23 @@ const Isl<isl_map>& DependenceAnalysis::Impl::cached_map(const MemAccess& x, con
 
 // ---- Queries ----------------------------------------------------------------------------------
 
+char DependenceAnalysis::Impl::crosses(const MemAccess& x, const std::vector<Node*>& xs, const MemAccess& y,
+                                      const std::vector<Node*>& ys, int lead) {
+  const Isl<isl_map>& mx = cached_map(x, xs);
+  const Isl<isl_map>& my = cached_map(y, ys);
+  if (!mx || !my) return '?';
+  // Pairs of instances that touch one element: S_x -> S_y. None may differ in a lead coordinate.
+  Isl<isl_map> meet(isl_map_coalesce(isl_map_apply_range(mx.copy(), isl_map_reverse(my.copy()))));
+  if (!meet) return '?';
+  for (int d = 0; d < lead; ++d) {
+    Isl<isl_map> lt(isl_map_order_lt(meet.copy(), isl_dim_in, static_cast<unsigned>(d), isl_dim_out, static_cast<unsigned>(d)));
+    Isl<isl_map> gt(isl_map_order_gt(meet.copy(), isl_dim_in, static_cast<unsigned>(d), isl_dim_out, static_cast<unsigned>(d)));
+    if (!lt || !gt) return '?';
+    if (isl_map_is_empty(lt.get()) != isl_bool_true || isl_map_is_empty(gt.get()) != isl_bool_true) return 'y';
+  }
+  return 'n';
+}
+
 DependenceAnalysis::DependenceAnalysis() = default;
 DependenceAnalysis::~DependenceAnalysis() = default;
 
@@ -1082,8 +1103,17 @@ bool DependenceAnalysis::within_thread(const AccessGroup& a, const AccessGroup& 
           ++stats_.fast;
           continue;
         }
-        if (offsets_differ(x, a.shape(), y, b.shape(), lead) || crosses_by_witness(x, a.shape(), y, b.shape(), lead)) {
+        if (offsets_differ(x, a.shape(), y, b.shape(), lead)) {  // conservative: also on axes of length 1
           ++stats_.fast;
+          return dependent(DepWhy::Cause::crosses);
+        }
+        if (crosses_by_witness(x, a.shape(), y, b.shape(), lead)) {
+          ++stats_.fast;
+          if (verify_builders() && !syntactic_only()) {  // EMBER_VERIFY: the witness is exact, isl must agree
+            if (!impl_) impl_ = std::make_unique<Impl>();
+            EMBER_INTERNAL_ASSERT(impl_->crosses(x, a.shape(), y, b.shape(), lead) != 'n',
+                                  "within_thread: the witness found a crossing isl rules out");
+          }
           return dependent(DepWhy::Cause::crosses);
         }
         if (syntactic_only()) return dependent(DepWhy::Cause::unknown);
@@ -1093,18 +1123,10 @@ bool DependenceAnalysis::within_thread(const AccessGroup& a, const AccessGroup& 
         }
         ++stats_.isl;
         if (!impl_) impl_ = std::make_unique<Impl>();  // the isl context, made on first use
-        const Isl<isl_map>& mx = impl_->cached_map(x, a.shape());
-        const Isl<isl_map>& my = impl_->cached_map(y, b.shape());
-        if (!mx || !my) return dependent(DepWhy::Cause::unknown);
-        // Pairs of instances that touch one element: S_x -> S_y. None may differ in a lead coordinate.
-        Isl<isl_map> meet(isl_map_coalesce(isl_map_apply_range(mx.copy(), isl_map_reverse(my.copy()))));
-        if (!meet) return dependent(DepWhy::Cause::unknown);
-        for (int d = 0; d < lead; ++d) {
-          Isl<isl_map> lt(isl_map_order_lt(meet.copy(), isl_dim_in, static_cast<unsigned>(d), isl_dim_out, static_cast<unsigned>(d)));
-          Isl<isl_map> gt(isl_map_order_gt(meet.copy(), isl_dim_in, static_cast<unsigned>(d), isl_dim_out, static_cast<unsigned>(d)));
-          if (!lt || !gt) return dependent(DepWhy::Cause::unknown);
-          if (isl_map_is_empty(lt.get()) != isl_bool_true || isl_map_is_empty(gt.get()) != isl_bool_true)
-            return dependent(DepWhy::Cause::crosses);
+        switch (impl_->crosses(x, a.shape(), y, b.shape(), lead)) {
+          case 'y': return dependent(DepWhy::Cause::crosses);
+          case '?': return dependent(DepWhy::Cause::unknown);
+          default: break;
         }
       }
     }
@@ -1266,25 +1288,34 @@ bool DependenceAnalysis::own_element(const Node* n, const std::vector<Node*>& sh
   }
   // By syntax: an index the model over-approximates (any element of its axis, 'a') on an axis
   // that may be 2 or longer lets thread t meet another element, as isl would find.
+  // isl: no instance touches an element off its thread's (vacuously so when none runs).
+  auto by_isl = [&](bool* vacuous) {
+    if (!impl_) impl_ = std::make_unique<Impl>();
+    const Isl<isl_map>& m = impl_->cached_map(x, shape);
+    if (!m) return false;
+    if (vacuous) *vacuous = isl_map_is_empty(m.get()) == isl_bool_true;
+    for (int d = 0; d < mem->rank(); ++d) {
+      Isl<isl_map> lt(isl_map_order_lt(m.copy(), isl_dim_in, static_cast<unsigned>(d), isl_dim_out, static_cast<unsigned>(d)));
+      Isl<isl_map> gt(isl_map_order_gt(m.copy(), isl_dim_in, static_cast<unsigned>(d), isl_dim_out, static_cast<unsigned>(d)));
+      if (!lt || !gt || isl_map_is_empty(lt.get()) != isl_bool_true || isl_map_is_empty(gt.get()) != isl_bool_true)
+        return false;
+    }
+    return true;
+  };
   for (int a = 0; a < mem->rank(); ++a) {
     long which = 0;
     if (index_form(x, shape, a, &which) == 'a' && may_be_at_least(mem->shape[static_cast<size_t>(a)], 2)) {
       ++stats_.fast;
+      if (verify_builders() && !syntactic_only()) {  // EMBER_VERIFY: isl agrees, or no instance runs
+        bool vacuous = false;
+        EMBER_INTERNAL_ASSERT(!by_isl(&vacuous) || vacuous, "own_element: isl proves an access own the syntax rules out");
+      }
       return false;
     }
   }
   if (syntactic_only()) return false;
   ++stats_.isl;
-  if (!impl_) impl_ = std::make_unique<Impl>();
-  Isl<isl_map> m = impl_->cached_map(x, shape);
-  if (!m) return false;
-  for (int d = 0; d < mem->rank(); ++d) {
-    Isl<isl_map> lt(isl_map_order_lt(m.copy(), isl_dim_in, static_cast<unsigned>(d), isl_dim_out, static_cast<unsigned>(d)));
-    Isl<isl_map> gt(isl_map_order_gt(m.copy(), isl_dim_in, static_cast<unsigned>(d), isl_dim_out, static_cast<unsigned>(d)));
-    if (!lt || !gt || isl_map_is_empty(lt.get()) != isl_bool_true || isl_map_is_empty(gt.get()) != isl_bool_true)
-      return false;
-  }
-  return true;
+  return by_isl(nullptr);
 }
 
 isl_map* DependenceAnalysis::access_relation(const MemAccess& x, const std::vector<Node*>& shape) {
