@@ -1,13 +1,13 @@
 #include "core/analysis/dependence.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
-#include <algorithm>
 #include <functional>
+#include <string>
 #include <unordered_set>
 #include <utility>
-#include <string>
 
 #include "core/analysis/isl_ptr.h"
 #include "core/ir/shape.h"
@@ -339,7 +339,9 @@ bool loops_run_once(const MemAccess& m) {
 }
 
 // Index a of access m as the witness reads it: 'c' the coordinate *axis in range, 'k' the
-// constant *axis in range, 'a' any element (not an expression the model makes exact), 0 other.
+// constant *axis in range, 'l' the counter of a loop around m (inside its thread) from 0 by 1
+// that may reach *which (0 or 1) and bounds no other loop there, 'a' any element (not an
+// expression the model makes exact), 0 other.
 char index_form(const MemAccess& m, const std::vector<Node*>& shape, int a, long* which) {
   const Node* md = m.memory->shape[static_cast<size_t>(a)];
   if (m.own) {  // a value fusion would store: the thread's element where the dims agree, else any
@@ -359,6 +361,21 @@ char index_form(const MemAccess& m, const std::vector<Node*>& shape, int a, long
   if (ix->op == Op::constant && ix->dtype == DType::i32) {
     *which = ix->i();
     return ix->i() >= 0 && const_dim(md) > ix->i() ? 'k' : 0;
+  }
+  if (ix->op == Op::loop) {
+    const std::vector<const Node*> loops = enclosing_loops(n);
+    if (std::find(loops.begin(), loops.end(), ix) == loops.end()) return 0;
+    const Node* b = ix->operand(0);
+    const Node* e = ix->operand(1);
+    const Node* st = ix->operand(2);
+    if (b->op != Op::constant || b->i() != 0 || st->op != Op::constant || st->i() != 1) return 0;
+    for (const Node* l : loops)
+      for (const Node* o : l->operands)
+        if (o == ix) return 0;
+    if (e->op == Op::constant && e->dtype == DType::i32) *which = e->i() >= 2 ? 1 : 0;
+    else if (unbounded_above(e)) *which = 1;
+    else return 0;
+    return 'l';
   }
   uint64_t axes = 0;
   int budget = 64;  // small expressions only: the model's own budget is not in question
@@ -389,18 +406,36 @@ bool crosses_by_witness(const MemAccess& x, const std::vector<Node*>& xs, const 
         !may_be_at_least(mem->shape[static_cast<size_t>(a)], 1))
       return false;
   }
-  // Thread coordinates are 0 but coordinate d of one side, which is 1.
+  // A counter indexes one axis at most (its value is chosen per axis below).
+  for (const MemAccess* m : {&x, &y}) {
+    const std::vector<char>& f = m == &x ? fx : fy;
+    for (size_t a = 0; a < f.size(); ++a)
+      for (size_t b = a + 1; b < f.size() && f[a] == 'l'; ++b)
+        if (f[b] == 'l' && m->node->operand(m->node->first_index_operand() + static_cast<int>(a)) ==
+                               m->node->operand(m->node->first_index_operand() + static_cast<int>(b)))
+          return false;
+  }
+  // The two threads: one side's coordinates all 0, the other side's 0 but coordinate d, which is
+  // 1; counters at their first values, but a counter indexing the memory takes the value the
+  // other side's index has there (0, or 1 where its loop may reach it).
   for (int d = 0; d < lead && d < static_cast<int>(xs.size()) && d < static_cast<int>(ys.size()); ++d) {
-    bool ok = true;
-    for (int a = 0; a < mem->rank() && ok; ++a) {
-      const size_t i = static_cast<size_t>(a);
-      if (fx[i] == 'a' || fy[i] == 'a') continue;
-      if (fx[i] == 'k' && fy[i] == 'k') ok = wx[i] == wy[i];
-      else if (fx[i] == 'c' && fy[i] == 'c') ok = wx[i] == wy[i] && wx[i] != d;
-      else ok = false;  // a constant against a coordinate: the witness's zeros may not fit
+    for (int one = 0; one < 2; ++one) {  // one: 0 x's thread has the 1, 1 y's
+      if (!may_be_at_least((one == 0 ? xs : ys)[static_cast<size_t>(d)], 2)) continue;
+      bool ok = true;
+      for (int a = 0; a < mem->rank() && ok; ++a) {
+        const size_t i = static_cast<size_t>(a);
+        const char f[2] = {fx[i], fy[i]};
+        const long w[2] = {wx[i], wy[i]};
+        if (f[0] == 'a' || f[1] == 'a') continue;
+        long v[2] = {0, 0};  // each side's index value; a counter's is its reach
+        for (int s = 0; s < 2; ++s) v[s] = f[s] == 'c' ? (s == one && w[s] == d ? 1 : 0) : w[s];
+        if (f[0] == 'l' && f[1] == 'l') continue;  // both at 0
+        if (f[0] == 'l') ok = v[1] <= v[0];
+        else if (f[1] == 'l') ok = v[0] <= v[1];
+        else ok = v[0] == v[1];
+      }
+      if (ok) return true;
     }
-    if (ok && (may_be_at_least(xs[static_cast<size_t>(d)], 2) || may_be_at_least(ys[static_cast<size_t>(d)], 2)))
-      return true;
   }
   return false;
 }
@@ -1081,6 +1116,30 @@ bool DependenceAnalysis::within_thread(const AccessGroup& a, const AccessGroup& 
   QueryTimer timer(stats_);
   const int lead = a.lead();
   int isl_pairs = 0;
+  auto dependent = [&](DepWhy::Cause cause, const MemAccess& x, const MemAccess& y) {
+    if (why) *why = DepWhy{cause, x, y};
+    return false;
+  };
+  // A pair the syntactic rules leave open, by isl: true when its instances never meet across
+  // threads, else false (dependent, `why` filled).
+  auto by_isl = [&](const MemAccess& x, const MemAccess& y) {
+    if (syntactic_only()) return dependent(DepWhy::Cause::unknown, x, y);
+    if (++isl_pairs > kMaxIslPairs) {
+      ++stats_.too_many;
+      return dependent(DepWhy::Cause::too_many, x, y);
+    }
+    ++stats_.isl;
+    if (!impl_) impl_ = std::make_unique<Impl>();  // the isl context, made on first use
+    switch (impl_->crosses(x, a.shape(), y, b.shape(), lead)) {
+      case 'y': return dependent(DepWhy::Cause::crosses, x, y);
+      case '?': return dependent(DepWhy::Cause::unknown, x, y);
+      default: return true;
+    }
+  };
+  // Without `why` (a compile), every pair gets the syntactic rules before any gets isl: one pair
+  // that crosses by syntax answers the query. With it, pairs go in order, so the reason given is
+  // the first dependent pair's.
+  std::vector<std::pair<const MemAccess*, const MemAccess*>> open;
   // Visit the memories of the smaller group and look each up in the other.
   const bool a_small = a.by_memory().size() <= b.by_memory().size();
   const AccessGroup& small = a_small ? a : b;
@@ -1094,10 +1153,6 @@ bool DependenceAnalysis::within_thread(const AccessGroup& a, const AccessGroup& 
       for (const MemAccess& y : ys) {
         ++node_visit_counter();
         if (!dependent_kinds(x, y, pairs)) continue;
-        auto dependent = [&](DepWhy::Cause cause) {
-          if (why) *why = DepWhy{cause, x, y};
-          return false;
-        };
         ++stats_.pairs;
         if (own_row(x, a.shape(), lead) && own_row(y, b.shape(), lead)) {
           ++stats_.fast;
@@ -1105,7 +1160,7 @@ bool DependenceAnalysis::within_thread(const AccessGroup& a, const AccessGroup& 
         }
         if (offsets_differ(x, a.shape(), y, b.shape(), lead)) {  // conservative: also on axes of length 1
           ++stats_.fast;
-          return dependent(DepWhy::Cause::crosses);
+          return dependent(DepWhy::Cause::crosses, x, y);
         }
         if (crosses_by_witness(x, a.shape(), y, b.shape(), lead)) {
           ++stats_.fast;
@@ -1114,23 +1169,18 @@ bool DependenceAnalysis::within_thread(const AccessGroup& a, const AccessGroup& 
             EMBER_INTERNAL_ASSERT(impl_->crosses(x, a.shape(), y, b.shape(), lead) != 'n',
                                   "within_thread: the witness found a crossing isl rules out");
           }
-          return dependent(DepWhy::Cause::crosses);
+          return dependent(DepWhy::Cause::crosses, x, y);
         }
-        if (syntactic_only()) return dependent(DepWhy::Cause::unknown);
-        if (++isl_pairs > kMaxIslPairs) {
-          ++stats_.too_many;
-          return dependent(DepWhy::Cause::too_many);
+        if (!why) {
+          open.emplace_back(&x, &y);
+          continue;
         }
-        ++stats_.isl;
-        if (!impl_) impl_ = std::make_unique<Impl>();  // the isl context, made on first use
-        switch (impl_->crosses(x, a.shape(), y, b.shape(), lead)) {
-          case 'y': return dependent(DepWhy::Cause::crosses);
-          case '?': return dependent(DepWhy::Cause::unknown);
-          default: break;
-        }
+        if (!by_isl(x, y)) return false;
       }
     }
   }
+  for (const auto& [x, y] : open)
+    if (!by_isl(*x, *y)) return false;
   return true;
 }
 
@@ -1140,6 +1190,28 @@ bool DependenceAnalysis::loop_carries(const Node* loop, const std::vector<const 
     if (!impl_) impl_ = std::make_unique<Impl>();  // the isl context, made on first use
     return impl_->cached_map(m, g.shape(), loop);
   };
+  // Without `why` (a compile), first the syntactic rule over every pair: one memory written whole
+  // in every iteration and touched in another answers the query before any pair asks isl.
+  if (!why && may_repeat(loop)) {
+    for (size_t ga = 0; ga < groups.size(); ++ga)
+      for (size_t gb = ga; gb < groups.size(); ++gb)
+        for (const auto& [mem, am] : groups[ga]->by_memory()) {
+          if (mem->inside(loop)) continue;
+          auto it = groups[gb]->by_memory().find(mem);
+          if (it == groups[gb]->by_memory().end() || (am.writes == 0 && it->second.writes == 0)) continue;
+          for (const MemAccess& x : am.all)
+            for (const MemAccess& y : it->second.all) {
+              ++node_visit_counter();
+              if (!dependent_kinds(x, y, DepPairs::all)) continue;
+              if ((covers_memory(x, groups[ga]->shape()) && runs_in_model(y, groups[gb]->shape())) ||
+                  (covers_memory(y, groups[gb]->shape()) && runs_in_model(x, groups[ga]->shape()))) {
+                ++stats_.pairs;
+                ++stats_.fast;
+                return true;
+              }
+            }
+        }
+  }
   // With `why`, pass 0 first looks for a flow dependence (a write, then a read of it in a later
   // iteration: the clearest reason to give) and gives up quietly at the pair limit; pass 1, the
   // only one a compile runs, looks for any dependence with the limit of its own.
