@@ -1,5 +1,6 @@
 #include "core/passes/share_reciprocals.h"
 
+#include <unordered_set>
 #include <vector>
 
 #include "core/ir/builder.h"
@@ -7,12 +8,30 @@
 namespace ember {
 
 namespace {
-// A quotient compared for equality (directly, or through min/max: the mask x == max(...) of a
-// max reduction's gradient, where x is recomputed) must keep the division's rounding: the
-// product by a reciprocal can differ from it in the last bits and the comparison would fail.
+// A quotient that reaches an equality test or a min/max through elementwise float math (the mask
+// x == max(...) of a max reduction's gradient, where x, or -x as a min's gradient compares it, is
+// recomputed in another kernel) must keep the division's rounding: the product by a reciprocal can
+// differ from it in the last bits, and a copy of the same quotient left a lone division elsewhere
+// would then compare unequal (fuzz seed 1360198: min of -(a / d), its gradient NaN). Follows
+// users up to 64 nodes; past that it answers yes.
 bool compared_exactly(const Node* dv) {
-  for (const Node* u : dv->users)
-    if (u->op == Op::eq || u->op == Op::ne || u->op == Op::min || u->op == Op::max) return true;
+  std::vector<const Node*> todo{dv};
+  std::unordered_set<const Node*> seen{dv};
+  while (!todo.empty()) {
+    const Node* v = todo.back();
+    todo.pop_back();
+    for (const Node* u : v->users) {
+      switch (u->op) {
+        case Op::eq: case Op::ne: case Op::min: case Op::max:
+          return true;
+        default: break;
+      }
+      if (u->dtype != DType::f32 || !has_flag(u->op, F_PURE) || !has_flag(u->op, F_ELEMENTWISE)) continue;
+      if (!seen.insert(u).second) continue;
+      if (seen.size() > 64) return true;
+      todo.push_back(u);
+    }
+  }
   return false;
 }
 bool shareable(const Node* u, const Node* d) {
