@@ -287,8 +287,8 @@ bool unbounded_above(const Node* d, int depth = 0) {
              (pos_const(d->operand(1)) && unbounded_above(d->operand(0), depth + 1));
     case Op::div:
       return pos_const(d->operand(1)) && unbounded_above(d->operand(0), depth + 1);
-    default:  // any other host value (a host loop's counter too: within_thread carries none)
-      return true;  // any other host value is a free parameter of the model
+    default:  // any other host value is a free parameter of the model (a host loop's counter too:
+      return true;  // within_thread carries none)
   }
 }
 
@@ -1109,6 +1109,10 @@ char DependenceAnalysis::Impl::crosses(const MemAccess& x, const std::vector<Nod
 }
 
 DependenceAnalysis::DependenceAnalysis() = default;
+DependenceAnalysis::Impl& DependenceAnalysis::impl() {
+  if (!impl_) impl_ = std::make_unique<Impl>();  // the isl context, made on first use
+  return *impl_;
+}
 DependenceAnalysis::~DependenceAnalysis() = default;
 
 bool DependenceAnalysis::within_thread(const AccessGroup& a, const AccessGroup& b, DepPairs pairs, DepWhy* why) {
@@ -1129,8 +1133,7 @@ bool DependenceAnalysis::within_thread(const AccessGroup& a, const AccessGroup& 
       return dependent(DepWhy::Cause::too_many, x, y);
     }
     ++stats_.isl;
-    if (!impl_) impl_ = std::make_unique<Impl>();  // the isl context, made on first use
-    switch (impl_->crosses(x, a.shape(), y, b.shape(), lead)) {
+    switch (impl().crosses(x, a.shape(), y, b.shape(), lead)) {
       case 'y': return dependent(DepWhy::Cause::crosses, x, y);
       case '?': return dependent(DepWhy::Cause::unknown, x, y);
       default: return true;
@@ -1165,8 +1168,7 @@ bool DependenceAnalysis::within_thread(const AccessGroup& a, const AccessGroup& 
         if (crosses_by_witness(x, a.shape(), y, b.shape(), lead)) {
           ++stats_.fast;
           if (verify_builders() && !syntactic_only()) {  // EMBER_VERIFY: the witness is exact, isl must agree
-            if (!impl_) impl_ = std::make_unique<Impl>();
-            EMBER_INTERNAL_ASSERT(impl_->crosses(x, a.shape(), y, b.shape(), lead) != 'n',
+            EMBER_INTERNAL_ASSERT(impl().crosses(x, a.shape(), y, b.shape(), lead) != 'n',
                                   "within_thread: the witness found a crossing isl rules out");
           }
           return dependent(DepWhy::Cause::crosses, x, y);
@@ -1186,39 +1188,61 @@ bool DependenceAnalysis::within_thread(const AccessGroup& a, const AccessGroup& 
 
 bool DependenceAnalysis::loop_carries(const Node* loop, const std::vector<const AccessGroup*>& groups, DepWhy* why) {
   QueryTimer timer(stats_);
-  auto map_of = [&](const MemAccess& m, const AccessGroup& g) -> const Isl<isl_map>& {
-    if (!impl_) impl_ = std::make_unique<Impl>();  // the isl context, made on first use
-    return impl_->cached_map(m, g.shape(), loop);
+  auto dependent = [&](DepWhy::Cause cause, const MemAccess& x, const MemAccess& y, bool x_first) {
+    if (why) *why = x_first ? DepWhy{cause, x, y} : DepWhy{cause, y, x};
+    return true;
   };
-  // Without `why` (a compile), first the syntactic rule over every pair: one memory written whole
-  // in every iteration and touched in another answers the query before any pair asks isl.
-  if (!why && may_repeat(loop)) {
-    for (size_t ga = 0; ga < groups.size(); ++ga)
-      for (size_t gb = ga; gb < groups.size(); ++gb)
-        for (const auto& [mem, am] : groups[ga]->by_memory()) {
-          if (mem->inside(loop)) continue;
-          auto it = groups[gb]->by_memory().find(mem);
-          if (it == groups[gb]->by_memory().end() || (am.writes == 0 && it->second.writes == 0)) continue;
-          for (const MemAccess& x : am.all)
-            for (const MemAccess& y : it->second.all) {
-              ++node_visit_counter();
-              if (!dependent_kinds(x, y, DepPairs::all)) continue;
-              if ((covers_memory(x, groups[ga]->shape()) && runs_in_model(y, groups[gb]->shape())) ||
-                  (covers_memory(y, groups[gb]->shape()) && runs_in_model(x, groups[ga]->shape()))) {
-                ++stats_.pairs;
-                ++stats_.fast;
-                return true;
-              }
-            }
-        }
-  }
-  // With `why`, pass 0 first looks for a flow dependence (a write, then a read of it in a later
-  // iteration: the clearest reason to give) and gives up quietly at the pair limit; pass 1, the
-  // only one a compile runs, looks for any dependence with the limit of its own.
+  // A pair the syntactic rule leaves open, by isl: 'd' dependent (`why` filled), 'n' not, 'o' over
+  // the pair limit in the flow-first pass (which then gives up quietly).
+  auto by_isl = [&](const MemAccess& x, const AccessGroup& a, const MemAccess& y, const AccessGroup& b,
+                    bool flow_only, int* isl_pairs) {
+    auto found = [&](DepWhy::Cause cause, bool x_first) {
+      dependent(cause, x, y, x_first);
+      return 'd';
+    };
+    if (syntactic_only()) return found(DepWhy::Cause::unknown, true);
+    if (++*isl_pairs > kMaxIslPairs) {
+      ++stats_.too_many;
+      if (flow_only) return 'o';
+      return found(DepWhy::Cause::too_many, true);
+    }
+    ++stats_.isl;
+    Impl& isl = impl();
+    const Isl<isl_map>& mx = isl.cached_map(x, a.shape(), loop);
+    const Isl<isl_map>& my = isl.cached_map(y, b.shape(), loop);
+    if (!mx || !my) return found(DepWhy::Cause::unknown, true);
+    Isl<isl_map> meet(isl_map_apply_range(mx.copy(), isl_map_reverse(my.copy())));
+    if (!meet) return found(DepWhy::Cause::unknown, true);
+    // The counter is each side's first loop dimension, after its thread's coordinates.
+    const auto dx = static_cast<unsigned>(a.shape().size());
+    const auto dy = static_cast<unsigned>(b.shape().size());
+    Isl<isl_map> lt(isl_map_order_lt(meet.copy(), isl_dim_in, dx, isl_dim_out, dy));
+    Isl<isl_map> gt(isl_map_order_gt(meet.copy(), isl_dim_in, dx, isl_dim_out, dy));
+    if (!lt || !gt) return found(DepWhy::Cause::unknown, true);
+    const bool x_then_y = isl_map_is_empty(lt.get()) != isl_bool_true;
+    const bool y_then_x = isl_map_is_empty(gt.get()) != isl_bool_true;
+    if (flow_only) {  // only the order that makes it a flow dependence
+      const bool x_writes = writes(x);
+      return (x_writes ? x_then_y : y_then_x) ? found(DepWhy::Cause::crosses, x_writes) : 'n';
+    }
+    return x_then_y || y_then_x ? found(DepWhy::Cause::crosses, x_then_y) : 'n';
+  };
+  struct Open {
+    const MemAccess* x;
+    const AccessGroup* a;
+    const MemAccess* y;
+    const AccessGroup* b;
+  };
+  // Without `why` (a compile), every pair gets the syntactic rule before any gets isl: one pair
+  // dependent by syntax answers the query. With it, pass 0 first looks for a flow dependence (a
+  // write, then a read of it in a later iteration: the clearest reason to give) and gives up
+  // quietly at the pair limit; pass 1, the only one a compile runs, looks for any dependence with
+  // the limit of its own.
   for (int pass = why ? 0 : 1; pass < 2; ++pass) {
     const bool flow_only = pass == 0;
     int isl_pairs = 0;
     bool over_limit = false;
+    std::vector<Open> open;
     for (size_t ga = 0; ga < groups.size() && !over_limit; ++ga) {
       for (size_t gb = ga; gb < groups.size() && !over_limit; ++gb) {
         const AccessGroup& a = *groups[ga];
@@ -1229,66 +1253,44 @@ bool DependenceAnalysis::loop_carries(const Node* loop, const std::vector<const 
           if (it == b.by_memory().end() || (am.writes == 0 && it->second.writes == 0)) continue;
           const std::vector<MemAccess>& xs = am.all;
           const std::vector<MemAccess>& ys = it->second.all;
-          for (size_t ix = 0; ix < xs.size(); ++ix) {
+          for (size_t ix = 0; ix < xs.size() && !over_limit; ++ix) {
             // Within one group, pass 1 checks both orders of a pair at once: (y, x) repeats (x, y).
             for (size_t iy = ga == gb && !flow_only ? ix : 0; iy < ys.size(); ++iy) {
               const MemAccess& x = xs[ix];
               const MemAccess& y = ys[iy];
               ++node_visit_counter();
               if (!dependent_kinds(x, y, flow_only ? DepPairs::flow_anti : DepPairs::all)) continue;
-              auto dependent = [&](DepWhy::Cause cause, bool x_first) {
-                if (why) *why = x_first ? DepWhy{cause, x, y} : DepWhy{cause, y, x};
-                return true;
-              };
               ++stats_.pairs;
               // By syntax: one side writes its whole memory in every iteration and the other
               // touches some element of it in another iteration (flow-first: the writer first).
               if (may_repeat(loop)) {
                 if (covers_memory(x, a.shape()) && runs_in_model(y, b.shape()) && (!flow_only || reads(y))) {
                   ++stats_.fast;
-                  return dependent(DepWhy::Cause::crosses, true);
+                  return dependent(DepWhy::Cause::crosses, x, y, true);
                 }
                 if (covers_memory(y, b.shape()) && runs_in_model(x, a.shape()) && (!flow_only || reads(x))) {
                   ++stats_.fast;
-                  return dependent(DepWhy::Cause::crosses, false);
+                  return dependent(DepWhy::Cause::crosses, x, y, false);
                 }
               }
-              if (syntactic_only()) return dependent(DepWhy::Cause::unknown, true);
-              if (++isl_pairs > kMaxIslPairs) {
-                ++stats_.too_many;
-                if (flow_only) {
-                  over_limit = true;
-                  break;
-                }
-                return dependent(DepWhy::Cause::too_many, true);
-              }
-              ++stats_.isl;
-              const Isl<isl_map>& mx = map_of(x, a);
-              const Isl<isl_map>& my = map_of(y, b);
-              if (!mx || !my) return dependent(DepWhy::Cause::unknown, true);
-              Isl<isl_map> meet(isl_map_apply_range(mx.copy(), isl_map_reverse(my.copy())));
-              if (!meet) return dependent(DepWhy::Cause::unknown, true);
-              // The counter is each side's first loop dimension, after its thread's coordinates.
-              const auto dx = static_cast<unsigned>(a.shape().size());
-              const auto dy = static_cast<unsigned>(b.shape().size());
-              Isl<isl_map> lt(isl_map_order_lt(meet.copy(), isl_dim_in, dx, isl_dim_out, dy));
-              Isl<isl_map> gt(isl_map_order_gt(meet.copy(), isl_dim_in, dx, isl_dim_out, dy));
-              if (!lt || !gt) return dependent(DepWhy::Cause::unknown, true);
-              const bool x_then_y = isl_map_is_empty(lt.get()) != isl_bool_true;
-              const bool y_then_x = isl_map_is_empty(gt.get()) != isl_bool_true;
-              if (flow_only) {  // only the order that makes it a flow dependence
-                const bool x_writes = writes(x);
-                if (x_writes ? x_then_y : y_then_x) return dependent(DepWhy::Cause::crosses, x_writes);
+              if (!why) {
+                open.push_back({&x, &a, &y, &b});
                 continue;
               }
-              if (x_then_y || y_then_x) return dependent(DepWhy::Cause::crosses, x_then_y);
+              const char r = by_isl(x, a, y, b, flow_only, &isl_pairs);
+              if (r == 'd') return true;
+              if (r == 'o') {
+                over_limit = true;
+                break;
+              }
             }
-            if (over_limit) break;
           }
           if (over_limit) break;
         }
       }
     }
+    for (const Open& o : open)
+      if (by_isl(*o.x, *o.a, *o.y, *o.b, false, &isl_pairs) == 'd') return true;
   }
   return false;
 }
@@ -1334,8 +1336,7 @@ bool DependenceAnalysis::injective_on(const Node* n, const std::vector<Node*>& s
   }
   if (syntactic_only()) return false;
   ++stats_.isl;
-  if (!impl_) impl_ = std::make_unique<Impl>();
-  Isl<isl_map> m = impl_->cached_map(access_of(n), shape);
+  Isl<isl_map> m = impl().cached_map(access_of(n), shape);
   if (!m) return false;
   Isl<isl_map> meet(isl_map_apply_range(m.copy(), isl_map_reverse(m.copy())));
   if (!meet) return false;
@@ -1358,12 +1359,9 @@ bool DependenceAnalysis::own_element(const Node* n, const std::vector<Node*>& sh
     ++stats_.fast;
     return true;
   }
-  // By syntax: an index the model over-approximates (any element of its axis, 'a') on an axis
-  // that may be 2 or longer lets thread t meet another element, as isl would find.
   // isl: no instance touches an element off its thread's (vacuously so when none runs).
   auto by_isl = [&](bool* vacuous) {
-    if (!impl_) impl_ = std::make_unique<Impl>();
-    const Isl<isl_map>& m = impl_->cached_map(x, shape);
+    const Isl<isl_map>& m = impl().cached_map(x, shape);
     if (!m) return false;
     if (vacuous) *vacuous = isl_map_is_empty(m.get()) == isl_bool_true;
     for (int d = 0; d < mem->rank(); ++d) {
@@ -1374,6 +1372,8 @@ bool DependenceAnalysis::own_element(const Node* n, const std::vector<Node*>& sh
     }
     return true;
   };
+  // By syntax: an index the model over-approximates (any element of its axis, 'a') on an axis
+  // that may be 2 or longer lets thread t meet another element, as isl would find.
   for (int a = 0; a < mem->rank(); ++a) {
     long which = 0;
     if (index_form(x, shape, a, &which) == 'a' && may_be_at_least(mem->shape[static_cast<size_t>(a)], 2)) {
@@ -1391,8 +1391,7 @@ bool DependenceAnalysis::own_element(const Node* n, const std::vector<Node*>& sh
 }
 
 isl_map* DependenceAnalysis::access_relation(const MemAccess& x, const std::vector<Node*>& shape) {
-  if (!impl_) impl_ = std::make_unique<Impl>();
-  return impl_->access_map(x, shape).take();
+  return impl().access_map(x, shape).take();
 }
 
 }  // namespace ember

@@ -154,6 +154,7 @@ class DependenceAnalysis {
   struct Impl;
 
  private:
+  Impl& impl();  // made on the first question for isl
   std::unique_ptr<Impl> impl_;
   DependenceStats stats_;
 };
