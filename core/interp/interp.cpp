@@ -550,7 +550,7 @@ void throw_too_large(const Node* n, const std::vector<Node*>& s, const std::vect
 }
 
 void throw_negative_dim(const Node* d, int64_t v) {
-  EMBER_USER_ERROR(ShapeError, d->loc, "dimension " << shape_str({const_cast<Node*>(d)}) << " is negative (" << v << ")");
+  EMBER_USER_ERROR(ShapeError, d->loc, "dimension " << shape_str(Shape{const_cast<Node*>(d)}) << " is negative (" << v << ")");
 }
 
 std::vector<HostTensor> interpret(const Program& p, const std::vector<ArgValue>& args, KernelRunner* runner,

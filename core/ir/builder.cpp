@@ -109,16 +109,15 @@ Node* Builder::group_index(int axis, const Shape& shape) {
   return numbered(Op::group_index, DType::i32, shape, {}, axis_attrs(axis));
 }
 
-static const Shape& result_shape(const std::vector<Node*>& ops) {
-  static const Shape empty;
-  const Shape* s = &empty;
+static ShapeView result_shape(const std::vector<Node*>& ops) {
+  ShapeView s;
   for (Node* o : ops) {
     if (o->shape.empty()) continue;
-    EMBER_INTERNAL_ASSERT(s->empty() || same_shape(*s, o->shape),
-                          "elementwise operands " << shape_str(*s) << " vs " << shape_str(o->shape));
-    s = &o->shape.vec();
+    EMBER_INTERNAL_ASSERT(s.empty() || same_shape(s, o->shape),
+                          "elementwise operands " << shape_str(s) << " vs " << shape_str(o->shape));
+    s = o->shape;
   }
-  return *s;
+  return s;
 }
 
 Node* Builder::fold(Op op, DType t, const std::vector<Node*>& operands) {
@@ -137,7 +136,7 @@ Node* Builder::fold(Op op, DType t, const std::vector<Node*>& operands) {
     if (n->op != Op::constant) return false;
     return n->dtype == DType::f32 ? n->f() == static_cast<float>(v) : static_cast<double>(n->i()) == v;
   };
-  const Shape& rs = result_shape(operands);
+  const ShapeView rs = result_shape(operands);
   // Never fold to a var: the result must keep the value the var has here.
   auto keep = [&](Node* x) { return same_shape(x->shape, rs) && !has_flag(x->op, F_MUTABLE) ? x : nullptr; };
   switch (op) {
@@ -167,7 +166,7 @@ Node* Builder::binary(Op op, Node* a, Node* b) {
   std::vector<Node*> ops{a, b};
   if (Node* f = fold(op, t, ops)) return f;
   if ((info.flags & F_COMMUTATIVE) && b->id < a->id) std::swap(ops[0], ops[1]);  // canonical order
-  return numbered(op, t, result_shape(ops), ops, {});
+  return numbered(op, t, to_shape(result_shape(ops)), ops, {});
 }
 
 Node* Builder::select(Node* c, Node* a, Node* b) {
@@ -175,7 +174,7 @@ Node* Builder::select(Node* c, Node* a, Node* b) {
   Node* pick = c->op == Op::constant ? (c->bits ? a : b) : a == b ? a : nullptr;
   if (pick && !has_flag(pick->op, F_MUTABLE) && same_shape(result_shape({c, a, b}), pick->shape)) return pick;
   if (Node* f = fold(Op::select, a->dtype, {c, a, b})) return f;
-  return numbered(Op::select, a->dtype, result_shape({c, a, b}), {c, a, b}, {});
+  return numbered(Op::select, a->dtype, to_shape(result_shape({c, a, b})), {c, a, b}, {});
 }
 
 Node* Builder::spread(Node* v, const Shape& shape) {

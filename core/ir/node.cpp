@@ -32,7 +32,7 @@ const char* index_mode_name(IndexMode m) {
 
 namespace {
 size_t hash_value(const std::string& v) { return std::hash<std::string>()(v); }
-size_t hash_value(const std::vector<int>& v) {
+size_t hash_value(const ThinVec<int>& v) {
   size_t h = v.size();
   for (int x : v) h = (h ^ static_cast<size_t>(static_cast<uint32_t>(x))) * 1099511628211ull;
   return h;
@@ -201,7 +201,7 @@ void Program::add_use(Node* n, size_t i) {
 // hole and its owner's slot is updated (every other use of n is live, so no stale slot matches).
 void Program::drop_use(Node* n, size_t i) {
   Node* o = n->operands[i];
-  std::vector<Node*>& list = o->users;
+  auto& list = o->users;
   const uint32_t slot = n->use_slots[i];
   EMBER_INTERNAL_ASSERT(slot < list.size() && list[slot] == n, "use list out of sync");
   const uint32_t last = static_cast<uint32_t>(list.size() - 1);
@@ -238,10 +238,10 @@ void Program::erase(Node* n) {
   n->dead = true;
   // Give the emptied lists' storage back (erased nodes stay allocated until the program goes;
   // their shape stays readable).
-  std::vector<Node*>().swap(n->operands);
-  std::vector<uint32_t>().swap(n->use_slots);
-  std::vector<Node*>().swap(n->users);
-  std::vector<Node*>().swap(n->dim_users);
+  n->operands.release();
+  n->use_slots.release();
+  n->users.release();
+  n->dim_users.release();
 }
 
 void Program::set_shape(Node* n, std::vector<Node*> shape) {
@@ -262,7 +262,7 @@ void Program::set_shape(Node* n, std::vector<Node*> shape) {
 void Program::drop_dim_uses(Node* n) {
   for (size_t a = 0; a < n->shape.v_.size(); ++a) {
     Node* d = n->shape.v_[a];
-    std::vector<Node*>& list = d->dim_users;
+    ThinVec<Node*>& list = d->dim_users;
     const uint32_t slot = n->shape.slots_[a];
     EMBER_INTERNAL_ASSERT(slot < list.size() && list[slot] == n, "dim use list out of sync");
     const uint32_t last = static_cast<uint32_t>(list.size() - 1);

@@ -5,11 +5,14 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "core/ir/dtype.h"
 #include "core/ir/error.h"
+#include "core/support/small_vec.h"
+#include "core/support/thin_vec.h"
 
 namespace ember {
 
@@ -83,7 +86,7 @@ const char* index_mode_name(IndexMode m);
   X(bool, zero_init, false, semantic)             /* buffer: filled with zeros when allocated */   \
   X(int, index, -1, semantic)                     /* argument position, output slot, kernel id */  \
   X(std::string, name, {}, semantic)              /* argument name, symbolic dim, kernel name */   \
-  X(std::vector<int>, group, {}, semantic)        /* kernel: workgroup shape; empty: none */       \
+  X(ThinVec<int>, group, {}, semantic)            /* kernel: workgroup shape; empty: none */       \
   X(SourceLoc, loc, {}, metadata)                 /* where the user traced it */
 
 enum class AttrRole : uint8_t { semantic, metadata };
@@ -104,12 +107,12 @@ size_t hash_attrs(const NodeAttrs& a);
 // Names of the semantic attributes of `a` that differ from their defaults (diagnostics, tests).
 std::vector<const char*> non_default_attrs(const NodeAttrs& a);
 
-// A node's shape: reads like a `const std::vector<Node*>&` (it converts to one); written only
+// A node's shape: reads like a `std::vector<Node*>` (it converts to a span, or to a vector by copy); written only
 // by Program (create, set_shape, replace_all_uses), which keeps every dim's `dim_users` in sync.
 class DimList {
  public:
   using value_type = Node*;
-  using const_iterator = std::vector<Node*>::const_iterator;
+  using const_iterator = Node* const*;
   using iterator = const_iterator;
   using size_type = size_t;
 
@@ -117,8 +120,9 @@ class DimList {
   DimList(const DimList&) = delete;
   DimList& operator=(const DimList&) = delete;
 
-  operator const std::vector<Node*>&() const { return v_; }
-  const std::vector<Node*>& vec() const { return v_; }
+  operator std::vector<Node*>() const { return v_; }               // NOLINT: a copy
+  operator std::span<Node* const>() const { return {v_.data(), v_.size()}; }  // NOLINT: a view
+  std::vector<Node*> vec() const { return v_; }
   const_iterator begin() const { return v_.begin(); }
   const_iterator end() const { return v_.end(); }
   size_t size() const { return v_.size(); }
@@ -131,48 +135,48 @@ class DimList {
 
  private:
   friend class Program;
-  std::vector<Node*> v_;
+  SmallVec<Node*, 4> v_;  // inline: a node's shape sits in its own cache lines
   // slots_[a]: where this node's entry for v_[a] sits in v_[a]->dim_users, so dropping it is
   // O(1) (a dim such as N has one entry per node of shape [N, ...]: scanning would make erasing
   // quadratic in program size).
-  std::vector<uint32_t> slots_;
+  SmallVec<uint32_t, 4> slots_;
 };
 
-struct Node : NodeAttrs {
-  // The small members first, packed into one word with the attributes' tail (sizeof(Node) is
-  // memory every pass walks: 384 bytes before packing and interning SourceLoc::file, 336 after).
+struct NodeCore {
   Op op;
   DType dtype = DType::none;
   bool dead = false;
-  int id = 0;                   // creation order (unique within the program)
-  DimList shape;                // dimension nodes (scalar i32, host level); [] is a scalar
-  std::vector<Node*> operands;  // changed only through Program (keeps users and use_slots in sync)
-  // One entry per use (a node using x twice appears twice), in no particular order.
-  std::vector<Node*> users;
-  // use_slots[i]: where this node's entry for operands[i] sits in operands[i]->users, so dropping
-  // a use is O(1), not O(uses of the operand) (a constant such as 0.1f has one per step of an
-  // unrolled simulation: scanning made erasing quadratic in program size).
-  std::vector<uint32_t> use_slots;
-  // Nodes whose shape lists this node as a dimension, one entry per occurrence, in no particular
-  // order. Kept apart from `users` so passes that walk users see only operand uses.
-  std::vector<Node*> dim_users;
+  int id = 0;  // creation order (unique within the program)
 
   Node* prev = nullptr;
   Node* next = nullptr;
   Node* parent = nullptr;
   Node* first_child = nullptr;
   Node* last_child = nullptr;
-
-  // Attributes (bits, axis, kind, ...): inherited from NodeAttrs, see EMBER_NODE_ATTRS.
-
-  // Filled by split_host for kernel nodes: host values the kernel reads (passed as scalars)
-  // and memories it touches (passed as buffers), in a fixed order.
-  std::vector<Node*> params;
-  std::vector<Node*> memories;
-
   // Position among its siblings, strictly increasing along `next` (Program's linking keeps it),
   // so "does a come before b in their scope" is one comparison instead of a walk of the list.
   uint64_t order = 0;
+
+  SmallVec<Node*, 4> operands;  // changed only through Program (keeps users and use_slots in sync)
+  // use_slots[i]: where this node's entry for operands[i] sits in operands[i]->users, so dropping
+  // a use is O(1), not O(uses of the operand) (a constant such as 0.1f has one per step of an
+  // unrolled simulation: scanning made erasing quadratic in program size).
+  SmallVec<uint32_t, 4> use_slots;
+  // One entry per use (a node using x twice appears twice), in no particular order.
+  SmallVec<Node*, 2> users;
+  DimList shape;  // dimension nodes (scalar i32, host level); [] is a scalar
+};
+
+struct alignas(64) Node : NodeCore, NodeAttrs {
+  // Attributes (bits, axis, kind, ...): inherited from NodeAttrs, see EMBER_NODE_ATTRS.
+
+  // Nodes whose shape lists this node as a dimension, one entry per occurrence, in no particular
+  // order. Kept apart from `users` so passes that walk users see only operand uses.
+  ThinVec<Node*> dim_users;
+  // Filled by split_host for kernel nodes: host values the kernel reads (passed as scalars)
+  // and memories it touches (passed as buffers), in a fixed order.
+  ThinVec<Node*> params;
+  ThinVec<Node*> memories;
 
   bool is(Op o) const { return op == o; }
   bool is_scope() const { return has_flag(op, F_SCOPE); }

@@ -163,7 +163,7 @@ void put(Writer& w, const T& v) {
     w.u32(static_cast<uint32_t>(v));
   } else if constexpr (std::is_same_v<T, std::string>) {
     w.str(v);
-  } else if constexpr (std::is_same_v<T, std::vector<int>>) {
+  } else if constexpr (std::is_same_v<T, ThinVec<int>>) {
     w.u32(static_cast<uint32_t>(v.size()));
     for (int x : v) w.i32(x);
   } else if constexpr (std::is_same_v<T, SourceLoc>) {
@@ -193,7 +193,7 @@ void get(Reader& r, T& v) {
     v = static_cast<T>(x);
   } else if constexpr (std::is_same_v<T, std::string>) {
     v = r.str();
-  } else if constexpr (std::is_same_v<T, std::vector<int>>) {
+  } else if constexpr (std::is_same_v<T, ThinVec<int>>) {
     v.resize(r.count());
     for (int& x : v) x = r.i32();
   } else if constexpr (std::is_same_v<T, SourceLoc>) {

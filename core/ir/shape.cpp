@@ -12,14 +12,14 @@ bool same_dim(const Node* a, const Node* b) {
   return ca >= 0 && ca == cb;
 }
 
-bool same_shape(const Shape& a, const Shape& b) {
+bool same_shape(ShapeView a, ShapeView b) {
   if (a.size() != b.size()) return false;
   for (size_t i = 0; i < a.size(); ++i)
     if (!same_dim(a[i], b[i])) return false;
   return true;
 }
 
-std::string shape_str(const Shape& s) {
+std::string shape_str(ShapeView s) {
   std::string out = "[";
   for (size_t i = 0; i < s.size(); ++i) {
     if (i) out += ", ";
@@ -31,7 +31,7 @@ std::string shape_str(const Shape& s) {
   return out + "]";
 }
 
-int64_t const_size(const Shape& s) {
+int64_t const_size(ShapeView s) {
   int64_t n = 1;
   for (Node* d : s) {
     int64_t c = const_dim(d);

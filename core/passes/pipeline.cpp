@@ -147,7 +147,12 @@ std::vector<PassRecord> run_pipeline(Program& p, const PipelineOptions& opt) {
     records.push_back({pass.name, ms, cpu, changed, node_visit_counter() - v0});
     if (std::strcmp(pass.name, "fuse_kernels") == 0) kernels_formed = true;
     if (opt.verify) verify(p, VerifyOptions{kernels_formed});
-    if (show_time) std::fprintf(stderr, "ember: %-20s %8.3f ms%s\n", pass.name, ms, changed ? "" : " (no change)");
+    if (show_time) {
+      size_t live = 0;
+      p.for_each([&](Node*) { ++live; });
+      std::fprintf(stderr, "ember: %-20s %8.3f ms%s  nodes %zu live of %d made\n", pass.name, ms,
+                   changed ? "" : " (no change)", live, p.id_bound());
+    }
     if (changed && show_ir) std::fprintf(stderr, "ember: IR after %s:\n%s", pass.name, print_program(p).c_str());
     if (opt.stages) {
       const std::string key = std::string(pass.name) + "#" + std::to_string(++runs[pass.name]);

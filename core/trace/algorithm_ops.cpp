@@ -18,7 +18,7 @@ int checked_axis(const Tracer& t, int axis, int rank, const char* what) {
 }
 
 std::string dim_text(Node* d) {
-  std::string s = shape_str({d});
+  std::string s = shape_str(Shape{d});
   return s.substr(1, s.size() - 2);
 }
 

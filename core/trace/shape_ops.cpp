@@ -68,7 +68,7 @@ Node* Tracer::reshape(Node* x, const std::vector<Node*>& shape_in) {
     std::string s = "[";
     for (size_t k = 0; k < shape_in.size(); ++k) {
       if (k) s += ", ";
-      s += shape_in[k] ? shape_str({shape_in[k]}).substr(1, shape_str({shape_in[k]}).size() - 2) : "-1";
+      s += shape_in[k] ? shape_str(Shape{shape_in[k]}).substr(1, shape_str(Shape{shape_in[k]}).size() - 2) : "-1";
     }
     return s + "]";
   };

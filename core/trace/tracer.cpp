@@ -14,9 +14,8 @@ bool float_op(Op op) { return op_info(op).rule == DTypeRule::Float; }
 
 Tracer::Tracer(const std::string& name) : prog_(std::make_unique<Program>()), b_(*prog_) { prog_->name = name; }
 
-const std::vector<Node*>& Tracer::scope_shape() const {
-  static const std::vector<Node*> empty;
-  return scopes_.empty() ? empty : scopes_.back()->shape;
+std::vector<Node*> Tracer::scope_shape() const {
+  return scopes_.empty() ? std::vector<Node*>{} : scopes_.back()->shape.vec();
 }
 
 Node* Tracer::dim_const(int64_t v) {
@@ -89,8 +88,8 @@ std::vector<Node*> Tracer::broadcast_shapes(const std::vector<Node*>& a, const s
     if (same_dim(da, db) || const_dim(db) == 1) { out[k] = da; continue; }
     if (const_dim(da) == 1) { out[k] = db; continue; }
     EMBER_USER_ERROR(ShapeError, loc(), "cannot broadcast shapes " << shape_str(a) << " and " << shape_str(b)
-                                            << ": dimension " << k << " is " << shape_str({da}).substr(1, shape_str({da}).size() - 2)
-                                            << " vs " << shape_str({db}).substr(1, shape_str({db}).size() - 2));
+                                            << ": dimension " << k << " is " << shape_str(Shape{da}).substr(1, shape_str(Shape{da}).size() - 2)
+                                            << " vs " << shape_str(Shape{db}).substr(1, shape_str(Shape{db}).size() - 2));
   }
   return out;
 }
