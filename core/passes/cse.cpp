@@ -9,22 +9,28 @@ namespace ember {
 
 namespace {
 
+size_t hash_node(const Node* n) {
+  size_t h = static_cast<size_t>(n->op) * 31u + static_cast<size_t>(n->dtype) * 7u + hash_attrs(*n);
+  for (const Node* o : n->operands) h = (h ^ reinterpret_cast<size_t>(o)) * 1099511628211ull;
+  for (const Node* d : n->shape) h = (h ^ reinterpret_cast<size_t>(d)) * 1099511628211ull;
+  return h;
+}
+
+// A value-numbering key: the node and its hash, computed once per node (a lookup tries every
+// open scope's table, and an insert follows).
 struct Key {
   const Node* n;
+  size_t hash;
+  explicit Key(const Node* node) : n(node), hash(hash_node(node)) {}
   bool operator==(const Key& o) const {
     const Node* a = n;
     const Node* b = o.n;
-    return a->op == b->op && a->dtype == b->dtype && a->shape == b->shape && a->operands == b->operands &&
-           same_attrs(*a, *b);
+    return hash == o.hash && a->op == b->op && a->dtype == b->dtype && a->shape == b->shape &&
+           a->operands == b->operands && same_attrs(*a, *b);
   }
 };
 struct KeyHash {
-  size_t operator()(const Key& k) const {
-    size_t h = static_cast<size_t>(k.n->op) * 31u + static_cast<size_t>(k.n->dtype) * 7u + hash_attrs(*k.n);
-    for (const Node* o : k.n->operands) h = (h ^ reinterpret_cast<size_t>(o)) * 1099511628211ull;
-    for (const Node* d : k.n->shape) h = (h ^ reinterpret_cast<size_t>(d)) * 1099511628211ull;
-    return h;
-  }
+  size_t operator()(const Key& k) const { return k.hash; }
 };
 
 class Cse {
@@ -64,7 +70,7 @@ class Cse {
       auto it = t.loads_of.find(mem);
       if (it == t.loads_of.end()) continue;
       for (Node* load : it->second) {
-        auto e = t.values.find(Key{load});
+        auto e = t.values.find(Key(load));
         if (e != t.values.end() && e->second == load) t.values.erase(e);
       }
       t.loads_of.erase(it);
@@ -83,8 +89,9 @@ class Cse {
       }
       if (candidate(c)) {
         Node* found = nullptr;
+        const Key key(c);
         for (auto t = tables_.rbegin(); t != tables_.rend() && !found; ++t) {
-          auto it = t->values.find(Key{c});
+          auto it = t->values.find(key);
           if (it != t->values.end()) found = it->second;
         }
         if (found) {
@@ -94,7 +101,7 @@ class Cse {
           c = next;
           continue;
         }
-        tables_.back().values[Key{c}] = c;
+        tables_.back().values[key] = c;
         if (c->op == Op::load) tables_.back().loads_of[c->operand(0)].push_back(c);
       }
       if (c->op == Op::store || c->op == Op::atomic) invalidate(c->operand(0));
