@@ -86,23 +86,6 @@ class ThinVec {
     std::free(h_);
     h_ = nullptr;
   }
-  T* erase(T* pos) {
-    std::memmove(pos, pos + 1, static_cast<size_t>(end() - pos - 1) * sizeof(T));
-    --h_->size;
-    return pos;
-  }
-  T* erase(T* first, T* last) {
-    std::memmove(first, last, static_cast<size_t>(end() - last) * sizeof(T));
-    h_->size -= static_cast<uint32_t>(last - first);
-    return first;
-  }
-  template <typename It>
-  void insert(T* pos, It first, It last) {
-    std::vector<T> tmp(begin(), pos);
-    tmp.insert(tmp.end(), first, last);
-    tmp.insert(tmp.end(), pos, end());
-    assign(tmp.data(), tmp.data() + tmp.size());
-  }
   template <typename It>
   void assign(It first, It last) {
     const size_t n = static_cast<size_t>(std::distance(first, last));

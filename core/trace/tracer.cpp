@@ -14,9 +14,7 @@ bool float_op(Op op) { return op_info(op).rule == DTypeRule::Float; }
 
 Tracer::Tracer(const std::string& name) : prog_(std::make_unique<Program>()), b_(*prog_) { prog_->name = name; }
 
-std::vector<Node*> Tracer::scope_shape() const {
-  return scopes_.empty() ? std::vector<Node*>{} : scopes_.back()->shape.vec();
-}
+ShapeView Tracer::scope_shape() const { return scopes_.empty() ? ShapeView{} : ShapeView(scopes_.back()->shape); }
 
 Node* Tracer::dim_const(int64_t v) {
   if (v < 0 || v > INT32_MAX) EMBER_USER_ERROR(ShapeError, loc(), "dimension " << v << " is out of range");
@@ -562,10 +560,6 @@ Node* Tracer::mean(Node* x, std::vector<int> axes, bool keepdims) {
 Node* Tracer::zeros(const std::vector<Node*>& shape, DType t) { return b_.buffer(t, shape, true); }
 Node* Tracer::buffer(const std::vector<Node*>& shape, DType t) { return b_.buffer(t, shape, false); }
 
-static std::vector<Node*> scope_shape_of(const std::vector<Node*>& outer, Node* v, Tracer& tr) {
-  (void)tr;
-  return v && !v->shape.empty() ? v->shape : outer;
-}
 
 Node* Tracer::begin_loop(Node* begin, Node* end, Node* step) {
   for (Node** p : {&begin, &end, &step}) {
@@ -575,7 +569,7 @@ Node* Tracer::begin_loop(Node* begin, Node* end, Node* step) {
       *p = b_.cast(*p, DType::i32);
     }
   }
-  std::vector<Node*> shape = scope_shape();
+  std::vector<Node*> shape = to_shape(scope_shape());
   for (Node* v : {begin, end, step})
     if (!v->shape.empty()) shape = broadcast_shapes(shape, v->shape);
   if (!scope_shape().empty() && !same_shape(shape, scope_shape()))
@@ -594,7 +588,7 @@ Node* Tracer::begin_loop(Node* begin, Node* end, Node* step) {
 Node* Tracer::begin_if(Node* cond) {
   cond = value(cond);
   if (cond->dtype != DType::boolean) cond = b_.binary(Op::ne, cond, b_.cast(b_.i32(0), cond->dtype));
-  std::vector<Node*> shape = scope_shape_of(scope_shape(), cond, *this);
+  const std::vector<Node*> shape = to_shape(cond->shape.empty() ? scope_shape() : ShapeView(cond->shape));
   if (!scope_shape().empty() && !same_shape(shape, scope_shape()))
     EMBER_USER_ERROR(ShapeError, loc(), "if condition of shape " << shape_str(cond->shape) << " inside a scope of shape "
                                                                  << shape_str(scope_shape()));
@@ -664,7 +658,7 @@ void Tracer::break_() {
   if (!in_loop) EMBER_USER_ERROR(CompileError, loc(), "em.break_() outside a loop");
   check_jump("em.break_()");
   check_jump_target("em.break_()");
-  b_.break_(scope_shape());
+  b_.break_(to_shape(scope_shape()));
 }
 
 void Tracer::continue_() {
@@ -673,12 +667,12 @@ void Tracer::continue_() {
   if (!in_loop) EMBER_USER_ERROR(CompileError, loc(), "em.continue_() outside a loop");
   check_jump("em.continue_()");
   check_jump_target("em.continue_()");
-  b_.continue_(scope_shape());
+  b_.continue_(to_shape(scope_shape()));
 }
 
 Node* Tracer::var(Node* init) {
   init = value(init);
-  std::vector<Node*> shape = init->shape.empty() ? scope_shape() : init->shape;
+  const std::vector<Node*> shape = to_shape(init->shape.empty() ? scope_shape() : ShapeView(init->shape));
   if (!scope_shape().empty() && !init->shape.empty() && !same_shape(init->shape, scope_shape()))
     EMBER_USER_ERROR(ShapeError, loc(), "var of shape " << shape_str(init->shape) << " inside a scope of shape "
                                                         << shape_str(scope_shape()));

@@ -130,7 +130,7 @@ class Tracer {
   // A dimension node from an int or an existing scalar i32 value.
   Node* dim_const(int64_t v);
   // Shape of the innermost open scope ([] at host level).
-  std::vector<Node*> scope_shape() const;
+  ShapeView scope_shape() const;
 
  private:
   std::vector<Node*> broadcast_shapes(const std::vector<Node*>& a, const std::vector<Node*>& b);

@@ -191,7 +191,7 @@ void bind_tracer(py::module_& m) {
       .def("continue_", &T::continue_)
       .def("var", &T::var, ref)
       .def("set", &T::set)
-      .def("scope_shape", &T::scope_shape, ref)
+      .def("scope_shape", [](const T& t) { return to_shape(t.scope_shape()); }, ref)
       .def("grad", &T::grad, ref, py::arg("y"), py::arg("xs"), py::arg("dy") = nullptr)
       .def("jvp", &T::jvp, ref, py::arg("y"), py::arg("xs"), py::arg("dxs"))
       .def("detach", &T::detach, ref);
