@@ -79,6 +79,15 @@ size_t hash_attrs(const NodeAttrs& a) {
   return h;
 }
 
+size_t hash_scalar_attrs(const NodeAttrs& a) {
+  size_t h = 0x9e3779b97f4a7c15ull;
+#define EMBER_HASH_SCALAR_ATTR(type, name, init, role) \
+  if constexpr (std::is_integral_v<type> || std::is_enum_v<type>) attr_hash<AttrRole::role>(h, a.name);
+  EMBER_NODE_ATTRS(EMBER_HASH_SCALAR_ATTR)
+#undef EMBER_HASH_SCALAR_ATTR
+  return h;
+}
+
 std::vector<const char*> non_default_attrs(const NodeAttrs& a) {
   static const NodeAttrs defaults;
   std::vector<const char*> out;
@@ -249,10 +258,10 @@ void Program::set_shape(Node* n, std::vector<Node*> shape) {
   for (Node* d : shape) EMBER_INTERNAL_ASSERT(d != nullptr, "null dim for " << op_name(n->op));
   drop_dim_uses(n);
   n->shape.v_ = std::move(shape);
-  n->shape.slots_.resize(n->shape.v_.size());
+  n->shape_slots.resize(n->shape.v_.size());
   for (size_t a = 0; a < n->shape.v_.size(); ++a) {
     Node* d = n->shape.v_[a];
-    n->shape.slots_[a] = static_cast<uint32_t>(d->dim_users.size());
+    n->shape_slots[a] = static_cast<uint32_t>(d->dim_users.size());
     d->dim_users.push_back(n);
   }
 }
@@ -263,7 +272,7 @@ void Program::drop_dim_uses(Node* n) {
   for (size_t a = 0; a < n->shape.v_.size(); ++a) {
     Node* d = n->shape.v_[a];
     ThinVec<Node*>& list = d->dim_users;
-    const uint32_t slot = n->shape.slots_[a];
+    const uint32_t slot = n->shape_slots[a];
     EMBER_INTERNAL_ASSERT(slot < list.size() && list[slot] == n, "dim use list out of sync");
     const uint32_t last = static_cast<uint32_t>(list.size() - 1);
     Node* moved = list[last];
@@ -273,8 +282,8 @@ void Program::drop_dim_uses(Node* n) {
     // When the moved entry is n's own (a shape such as [N, N, N]), only n's entries after `a` are
     // live: the slots of those dropped already are stale and may equal `last`.
     for (size_t b = moved == n ? a + 1 : 0; b < moved->shape.v_.size(); ++b)
-      if (moved->shape.v_[b] == d && moved->shape.slots_[b] == last) {
-        moved->shape.slots_[b] = slot;
+      if (moved->shape.v_[b] == d && moved->shape_slots[b] == last) {
+        moved->shape_slots[b] = slot;
         break;
       }
   }

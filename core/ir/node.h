@@ -104,6 +104,9 @@ struct NodeAttrs {
 void copy_attrs(NodeAttrs& dst, const NodeAttrs& src);
 bool same_attrs(const NodeAttrs& a, const NodeAttrs& b);
 size_t hash_attrs(const NodeAttrs& a);
+// hash_attrs of the integer and enum attributes only (not name, group): they sit in a node's
+// second cache line, the strings and lists do not. For tables that compare keys with same_attrs.
+size_t hash_scalar_attrs(const NodeAttrs& a);
 // Names of the semantic attributes of `a` that differ from their defaults (diagnostics, tests).
 std::vector<const char*> non_default_attrs(const NodeAttrs& a);
 
@@ -135,39 +138,48 @@ class DimList {
 
  private:
   friend class Program;
-  SmallVec<Node*, 4> v_;  // inline: a node's shape sits in its own cache lines
-  // slots_[a]: where this node's entry for v_[a] sits in v_[a]->dim_users, so dropping it is
-  // O(1) (a dim such as N has one entry per node of shape [N, ...]: scanning would make erasing
-  // quadratic in program size).
-  SmallVec<uint32_t, 4> slots_;
+  SmallVec<Node*, 3> v_;  // inline up to rank 3: a node's shape sits in its second cache line
 };
 
-struct NodeCore {
+// A node's fields in three parts, laid out for the walks every pass makes (issue 17: past a few
+// MB of IR, each cache line a walk touches per node is a miss). NodeHead and the scalar
+// attributes (the first 24 bytes of NodeAttrs) fill the first two 64-byte lines: what the walks
+// and the cleanup passes read (kind, links, operands, shape, attributes). NodeTail holds what
+// only edits read (users, slots, prev/last_child, order); dim_users, params, memories follow.
+struct NodeHead {
   Op op;
   DType dtype = DType::none;
   bool dead = false;
   int id = 0;  // creation order (unique within the program)
 
-  Node* prev = nullptr;
   Node* next = nullptr;
-  Node* parent = nullptr;
   Node* first_child = nullptr;
-  Node* last_child = nullptr;
-  // Position among its siblings, strictly increasing along `next` (Program's linking keeps it),
-  // so "does a come before b in their scope" is one comparison instead of a walk of the list.
-  uint64_t order = 0;
+  Node* parent = nullptr;
 
   SmallVec<Node*, 4> operands;  // changed only through Program (keeps users and use_slots in sync)
+  DimList shape;  // dimension nodes (scalar i32, host level); [] is a scalar
+};
+
+struct NodeTail {
+  // One entry per use (a node using x twice appears twice), in no particular order.
+  SmallVec<Node*, 2> users;
   // use_slots[i]: where this node's entry for operands[i] sits in operands[i]->users, so dropping
   // a use is O(1), not O(uses of the operand) (a constant such as 0.1f has one per step of an
   // unrolled simulation: scanning made erasing quadratic in program size).
   SmallVec<uint32_t, 4> use_slots;
-  // One entry per use (a node using x twice appears twice), in no particular order.
-  SmallVec<Node*, 2> users;
-  DimList shape;  // dimension nodes (scalar i32, host level); [] is a scalar
+  // shape_slots[a]: where this node's entry for shape[a] sits in shape[a]->dim_users, so dropping
+  // it is O(1) (a dim such as N has one entry per node of shape [N, ...]: scanning would make
+  // erasing quadratic in program size).
+  SmallVec<uint32_t, 3> shape_slots;
+
+  Node* prev = nullptr;
+  Node* last_child = nullptr;
+  // Position among its siblings, strictly increasing along `next` (Program's linking keeps it),
+  // so "does a come before b in their scope" is one comparison instead of a walk of the list.
+  uint64_t order = 0;
 };
 
-struct alignas(64) Node : NodeCore, NodeAttrs {
+struct alignas(64) Node : NodeHead, NodeAttrs, NodeTail {
   // Attributes (bits, axis, kind, ...): inherited from NodeAttrs, see EMBER_NODE_ATTRS.
 
   // Nodes whose shape lists this node as a dimension, one entry per occurrence, in no particular

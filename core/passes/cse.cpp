@@ -10,7 +10,7 @@ namespace ember {
 namespace {
 
 size_t hash_node(const Node* n) {
-  size_t h = static_cast<size_t>(n->op) * 31u + static_cast<size_t>(n->dtype) * 7u + hash_attrs(*n);
+  size_t h = static_cast<size_t>(n->op) * 31u + static_cast<size_t>(n->dtype) * 7u + hash_scalar_attrs(*n);
   for (const Node* o : n->operands) h = (h ^ reinterpret_cast<size_t>(o)) * 1099511628211ull;
   for (const Node* d : n->shape) h = (h ^ reinterpret_cast<size_t>(d)) * 1099511628211ull;
   return h;

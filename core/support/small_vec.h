@@ -130,12 +130,13 @@ class SmallVec {
     heap_ = h;
     cap_ = static_cast<uint32_t>(cap);
   }
+  // The size first: a node's `users.size()` and first entry share a cache line.
+  uint32_t size_ = 0;
+  uint32_t cap_ = N;
   union {
     T inline_[N];
     T* heap_;
   };
-  uint32_t size_ = 0;
-  uint32_t cap_ = N;
 };
 
 }  // namespace ember

@@ -3,6 +3,8 @@
 // stencil simulation, unrolled by a loop in the tracer, doubles from 100 to 200 steps.
 #include <gtest/gtest.h>
 
+#include <cstddef>
+#include <cstdint>
 #include <map>
 #include <string>
 
@@ -118,6 +120,27 @@ TEST(CompileScaling, ErasingUsersOfASharedValueIsLinear) {
   const uint64_t small = erase_users_visits(2000), large = erase_users_visits(8000);
   EXPECT_LE(large, 4 * small + 16) << small << " vs " << large;
   EXPECT_LE(large, 4u * 8000u) << "more than two operand checks per dropped use";
+}
+
+// What a walk and the cleanup passes read of a node (kind, id, links, operands, shape and the
+// scalar attributes cse hashes) sits in its first two 64-byte cache lines: each further line per
+// node is a cache miss per node once the IR outgrows the cache.
+TEST(CompileScaling, HotNodeFieldsFillTheFirstTwoCacheLines) {
+  Program p;
+  Node* n = p.create(Op::constant, DType::f32);
+  auto at = [&](const void* field) { return static_cast<const char*>(field) - reinterpret_cast<const char*>(n); };
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(n) % 64, 0u);
+  for (const void* f : {static_cast<const void*>(&n->op), static_cast<const void*>(&n->id),
+                        static_cast<const void*>(&n->next), static_cast<const void*>(&n->first_child),
+                        static_cast<const void*>(&n->parent), static_cast<const void*>(&n->operands),
+                        static_cast<const void*>(&n->shape), static_cast<const void*>(&n->bits),
+                        static_cast<const void*>(&n->axis), static_cast<const void*>(&n->kind),
+                        static_cast<const void*>(&n->axes), static_cast<const void*>(&n->mode),
+                        static_cast<const void*>(&n->flat), static_cast<const void*>(&n->index)})
+    EXPECT_LT(at(f), 128) << "a hot field past the second cache line";
+  EXPECT_LT(at(&n->index) + static_cast<std::ptrdiff_t>(sizeof n->index), 129);
+  EXPECT_LT(at(&n->shape) + static_cast<std::ptrdiff_t>(sizeof n->shape), 129);
+  EXPECT_LE(sizeof(Node), 320u);
 }
 
 }  // namespace
