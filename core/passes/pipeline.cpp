@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 
 #include "core/analysis/dependence.h"
 #include "core/analysis/explain.h"
@@ -73,6 +74,7 @@ const std::vector<Step>& steps() {
   return s;
 }
 const PassInfo kCleanup[] = {{"simplify", simplify}, {"cse", cse}, {"dce", dce}};
+constexpr int kCleanupCount = static_cast<int>(std::size(kCleanup));
 
 bool debug_has(const char* what) {
   const char* d = std::getenv("EMBER_DEBUG");
@@ -171,11 +173,20 @@ std::vector<PassRecord> run_pipeline(Program& p, const PipelineOptions& opt) {
       step_before = s.pass.name;
       continue;
     }
-    for (int round = 0; round < 16; ++round) {
-      bool any = false;
-      for (const PassInfo& c : kCleanup) any |= run(c);
-      if (!any) break;
+    // simplify, cse, dce, simplify, ... in turn until kCleanupCount runs in a row change
+    // nothing: the program is then a fixed point of each (the runs a round-by-round loop would
+    // make, cut where none of them could change anything). cse reaches its own fixed point in one
+    // run (operands are numbered before their users), so a cse run that changed counts as one
+    // that did not: the cse run after it would find nothing (EMBER_VERIFY checks that it does not).
+    int unchanged = 0;
+    for (int k = 0; k < 16 * kCleanupCount && unchanged < kCleanupCount; ++k) {
+      const PassInfo& c = kCleanup[k % kCleanupCount];
+      if (!run(c)) ++unchanged;
+      else unchanged = c.fn == cse ? 1 : 0;
     }
+    if (opt.verify)
+      for (const PassInfo& c : kCleanup)
+        EMBER_INTERNAL_ASSERT(!c.fn(p), c.name << " changed the program after the cleanup reached its fixed point");
   }
   if (show_time) {
     const DependenceTotals& d = dependence_totals();
