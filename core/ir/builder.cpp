@@ -7,7 +7,7 @@ namespace ember {
 Builder::Builder(Program& p) : prog_(p), scope_(p.root()) {}
 
 Node* Builder::place(Node* n) {
-  n->loc = loc;
+  n->loc = loc_of ? loc_of->loc : loc;
   if (before_) prog_.insert_before(before_, n); else prog_.append(scope_, n);
   return n;
 }

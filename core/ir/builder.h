@@ -21,6 +21,9 @@ class Builder {
   Node* scope() const { return scope_; }
   Node* before() const { return before_; }
   SourceLoc loc;  // stamped on every node created
+  // When set, nodes created take this node's loc instead (read only when a node is made: a pass
+  // that rewrites few of the nodes it visits need not read every node's loc).
+  const Node* loc_of = nullptr;
 
   // Constants live at the top of the program (visible everywhere) and are unique per value.
   Node* constant(DType t, uint32_t bits);

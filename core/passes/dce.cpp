@@ -1,6 +1,6 @@
 #include "core/passes/dce.h"
 
-#include <unordered_set>
+#include <vector>
 
 namespace ember {
 
@@ -28,6 +28,8 @@ bool root_effect(const Node* n) {
 
 bool dce(Program& p) {
   // Liveness by node id (dense: a hash set of every node made dce the slowest cleanup pass).
+  // One walk collects the nodes (with their ids, so the sweep below skips a live node without
+  // reading it), marks the roots and notes the breaks and continues.
   std::vector<char> live_by_id(static_cast<size_t>(p.id_bound()), 0);
   auto is_live = [&](const Node* n) { return live_by_id[static_cast<size_t>(n->id)] != 0; };
   std::vector<Node*> work;
@@ -36,16 +38,22 @@ bool dce(Program& p) {
     live_by_id[static_cast<size_t>(n->id)] = 1;
     work.push_back(n);
   };
-  std::vector<Node*> all = p.nodes();
-  for (Node* n : all)
+  std::vector<Node*> all, jumps;
+  std::vector<int> ids;
+  p.for_each([&](Node* n) {
+    all.push_back(n);
+    ids.push_back(n->id);
     if (root_effect(n)) mark(n);
+    if (n->op == Op::break_ || n->op == Op::continue_) jumps.push_back(n);
+  });
   auto propagate = [&] {
     while (!work.empty()) {
       Node* n = work.back();
       work.pop_back();
       for (Node* o : n->operands) mark(o);
       for (Node* d : n->shape) mark(d);
-      for (Node* s = n->parent; s && s != p.root(); s = s->parent) mark(s);
+      // A live scope's enclosing scopes are marked (or queued) already.
+      for (Node* s = n->parent; s && s != p.root() && !is_live(s); s = s->parent) mark(s);
       if (n->op == Op::else_ && n->prev) mark(n->prev);  // an else needs its if
       if (n->op == Op::var)
         for (Node* u : n->users)
@@ -56,8 +64,8 @@ bool dce(Program& p) {
   // break/continue are live when the loop they leave is; marking them can make more live.
   for (bool grew = true; grew;) {
     grew = false;
-    for (Node* n : all) {
-      if ((n->op != Op::break_ && n->op != Op::continue_) || is_live(n)) continue;
+    for (Node* n : jumps) {
+      if (is_live(n)) continue;
       Node* loop = n->parent;
       while (loop && loop->op != Op::loop) loop = loop->parent;
       if (loop && is_live(loop)) {
@@ -68,9 +76,10 @@ bool dce(Program& p) {
     propagate();
   }
   bool changed = false;
-  for (auto it = all.rbegin(); it != all.rend(); ++it) {
-    Node* n = *it;
-    if (n->dead || is_live(n)) continue;
+  for (size_t k = all.size(); k-- > 0;) {
+    if (live_by_id[static_cast<size_t>(ids[k])]) continue;
+    Node* n = all[k];
+    if (n->dead) continue;
     // Uses by other dead nodes are gone by now (reverse order); a dead var's sets went first.
     // A node still used by a live node, as an operand or as a dim of its shape, stays.
     std::vector<Node*> users = n->users;

@@ -181,7 +181,7 @@ bool simplify(Program& p) {
   for (Node* n : p.nodes()) {
     if (n->dead) continue;
     b.set_insert_before(n);
-    b.loc = n->loc;
+    b.loc_of = n;
     Node* r = simplify_node(b, n);
     if (!r || r == n) continue;
     // A var read here has the var's value at this point; the var node itself would read it
