@@ -138,7 +138,7 @@ Dialect make_cpp() {
   set(Op::lnot, "(ember_as_u32({0}) == 0u)", "!{0}", "!{0}", "!{0}");  // on the word, as eval does
   set(Op::bnot, "", "~{0}", "~{0}", "true");
   set(Op::abs, "__builtin_fabsf({0})", "({0} < 0 ? -{0} : {0})", "{0}", "{0}");
-  set(Op::sign, "({0} > 0.0f ? 1.0f : ({0} < 0.0f ? -1.0f : 0.0f))", "(({0} > 0) - ({0} < 0))", "(uint32_t)({0} > 0u)", "{0}");
+  set(Op::sign, "({0} > 0.0f ? 1.0f : ({0} < 0.0f ? -1.0f : ({0} == 0.0f ? 0.0f : {0})))", "(({0} > 0) - ({0} < 0))", "(uint32_t)({0} > 0u)", "{0}");
   set(Op::floor, "__builtin_floorf({0})", "{0}", "{0}", "{0}");
   set(Op::ceil, "__builtin_ceilf({0})", "{0}", "{0}", "{0}");
   set(Op::round, "__builtin_nearbyintf({0})", "{0}", "{0}", "{0}");

@@ -32,7 +32,7 @@ uint32_t eval_f(Op op, const uint32_t* a) {
   switch (op) {
     case Op::neg: return f2w(-x);
     case Op::abs: return f2w(std::fabs(x));
-    case Op::sign: return f2w(x > 0 ? 1.f : (x < 0 ? -1.f : 0.f));
+    case Op::sign: return std::isnan(x) ? a[0] : f2w(x > 0 ? 1.f : (x < 0 ? -1.f : 0.f));  // as np.sign
     case Op::floor: return f2w(std::floor(x));
     case Op::ceil: return f2w(std::ceil(x));
     case Op::round: return f2w(std::nearbyint(x));

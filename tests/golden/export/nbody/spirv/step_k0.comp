@@ -53,11 +53,11 @@ float ember_fmax(float x, float y) { return EMBER_AS_F(ember_isnan(y) || x > y ?
 float ember_sqrt(float x) { return x < 0.0f ? ember_nan : sqrt(x); }
 float ember_log(float x) { return x < 0.0f ? ember_nan : (x == 0.0f ? -ember_inf : log(x)); }
 float ember_log2(float x) { return x < 0.0f ? ember_nan : (x == 0.0f ? -ember_inf : log2(x)); }
-// +-1 from the sign bit, +0 for zeros and NaN (as eval.cpp); built from the word so that no
-// optimizer turns it into a sign builtin (llvmpipe's returns -0 for 0 and NaN).
+// +-1 from the sign bit, +0 for zeros, NaN for NaN (as eval.cpp and np.sign); built from the word
+// so that no optimizer turns it into a sign builtin (llvmpipe's returns -0 for 0 and NaN).
 float ember_sign(float x) {
   uint w = EMBER_AS_U(x);
-  return EMBER_AS_F((w & 0x7fffffffu) == 0u || ember_isnan(x) ? 0u : ((w & 0x80000000u) | 0x3f800000u));
+  return EMBER_AS_F(ember_isnan(x) ? w : ((w & 0x7fffffffu) == 0u ? 0u : ((w & 0x80000000u) | 0x3f800000u)));
 }
 // asin/acos as in Cephes asinf/acosf (about 1 ulp; driver builtins may be far coarser).
 float ember_asin_poly(float z) {
