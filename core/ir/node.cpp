@@ -338,6 +338,7 @@ void Program::for_each(const std::function<void(Node*)>& f) const { walk(root_, 
 
 std::vector<Node*> Program::nodes() const {
   std::vector<Node*> out;
+  out.reserve(static_cast<size_t>(next_id_));  // every node made: no regrowth copies on large programs
   for_each([&](Node* n) { out.push_back(n); });
   return out;
 }

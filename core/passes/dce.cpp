@@ -40,6 +40,8 @@ bool dce(Program& p) {
   };
   std::vector<Node*> all, jumps;
   std::vector<int> ids;
+  all.reserve(static_cast<size_t>(p.id_bound()));
+  ids.reserve(static_cast<size_t>(p.id_bound()));
   p.for_each([&](Node* n) {
     all.push_back(n);
     ids.push_back(n->id);

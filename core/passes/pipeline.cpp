@@ -166,13 +166,22 @@ std::vector<PassRecord> run_pipeline(Program& p, const PipelineOptions& opt) {
     if (between) cpu_mark = thread_cpu_ms();  // (short_wall is 0 here)
     return changed;
   };
+  bool dirty = true;  // a pass changed the program since the last cleanup group
   for (const Step& s : steps()) {
     if ((s.group_lowering && !opt.lower_groups) || (s.tiling && !opt.tile_threads)) continue;
     if (!s.cleanup) {
-      run(s.pass);
+      dirty |= run(s.pass);
       step_before = s.pass.name;
       continue;
     }
+    // Nothing changed since the last cleanup reached its fixed point: it is one still.
+    if (!dirty) {
+      if (opt.verify)
+        for (const PassInfo& c : kCleanup)
+          EMBER_INTERNAL_ASSERT(!c.fn(p), c.name << " changed the program after passes that reported no change");
+      continue;
+    }
+    dirty = false;
     // simplify, cse, dce, simplify, ... in turn until kCleanupCount runs in a row change
     // nothing: the program is then a fixed point of each (the runs a round-by-round loop would
     // make, cut where none of them could change anything). cse reaches its own fixed point in one
@@ -184,7 +193,8 @@ std::vector<PassRecord> run_pipeline(Program& p, const PipelineOptions& opt) {
       if (!run(c)) ++unchanged;
       else unchanged = c.fn == cse ? 1 : 0;
     }
-    if (opt.verify)
+    if (unchanged < kCleanupCount) dirty = true;  // stopped at the cap, short of a fixed point
+    else if (opt.verify)
       for (const PassInfo& c : kCleanup)
         EMBER_INTERNAL_ASSERT(!c.fn(p), c.name << " changed the program after the cleanup reached its fixed point");
   }

@@ -178,19 +178,20 @@ Node* simplify_node(Builder& b, Node* n) {
 bool simplify(Program& p) {
   Builder b(p);
   bool changed = false;
-  for (Node* n : p.nodes()) {
-    if (n->dead) continue;
+  // During the walk (no snapshot of the nodes first: one read of each node instead of two). A
+  // rewrite makes its nodes before n and erases only n, so the walk sees what a snapshot would.
+  p.for_each([&](Node* n) {
     b.set_insert_before(n);
     b.loc_of = n;
     Node* r = simplify_node(b, n);
-    if (!r || r == n) continue;
+    if (!r || r == n) return;
     // A var read here has the var's value at this point; the var node itself would read it
     // wherever it is used (later sets would change the result).
-    if (has_flag(r->op, F_MUTABLE)) continue;
+    if (has_flag(r->op, F_MUTABLE)) return;
     p.replace_all_uses(n, r);
     p.erase(n);
     changed = true;
-  }
+  });
   return changed;
 }
 
