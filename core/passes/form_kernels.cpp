@@ -1,13 +1,12 @@
 #include "core/passes/form_kernels.h"
 
+#include "core/passes/pass_util.h"
+
 namespace ember {
 
 bool form_kernels(Program& p) {
   bool changed = false;
-  std::vector<Node*> kernels;
-  p.for_each([&](Node* n) {
-    if (n->op == Op::kernel) kernels.push_back(n);
-  });
+  std::vector<Node*> kernels = kernels_of(p);
   int next = 0;
   for (Node* k : kernels) {
     if (!k->first_child) {

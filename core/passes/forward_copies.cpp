@@ -34,9 +34,8 @@ Node* whole_copy(DependenceAnalysis& dep, Node* k) {
 
 bool forward_copies(Program& p) {
   std::vector<Node*> kernels;
-  p.for_each([&](Node* n) {
-    if (n->op == Op::kernel && n->group.empty()) kernels.push_back(n);
-  });
+  for (Node* k : kernels_of(p))
+    if (k->group.empty()) kernels.push_back(k);
   bool changed = false;
   // One numbering for the whole pass: a replacement keeps the order of everything else, and the
   // move takes the position of the kernel it replaces.

@@ -76,10 +76,7 @@ bool hoist_kernel(Program& p, Node* k) {
 }  // namespace
 
 bool hoist_invariants(Program& p) {
-  std::vector<Node*> kernels;
-  p.for_each([&](Node* n) {
-    if (n->op == Op::kernel) kernels.push_back(n);
-  });
+  std::vector<Node*> kernels = kernels_of(p);
   bool changed = false;
   for (Node* k : kernels) changed |= hoist_kernel(p, k);
   return changed;

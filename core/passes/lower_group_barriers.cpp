@@ -277,9 +277,8 @@ class Lowering {
 
 bool lower_group_barriers(Program& p) {
   std::vector<Node*> kernels;
-  p.for_each([&](Node* n) {
-    if (n->op == Op::kernel && !n->group.empty()) kernels.push_back(n);
-  });
+  for (Node* k : kernels_of(p))
+    if (!k->group.empty()) kernels.push_back(k);
   for (Node* k : kernels) Lowering(p, k).run();
   return !kernels.empty();
 }

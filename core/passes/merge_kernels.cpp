@@ -176,10 +176,7 @@ std::string refusal(const Node* a, const Node* b, const std::string& why) {
 bool merge_kernels(Program& p) {
   bool changed = false;
   DependenceAnalysis dep;
-  std::vector<Node*> kernels;
-  p.for_each([&](Node* n) {
-    if (n->op == Op::kernel) kernels.push_back(n);
-  });
+  std::vector<Node*> kernels = kernels_of(p);
   for (size_t ki = 0; ki < kernels.size(); ++ki) {
     Node* k = kernels[ki];
     if (k->dead) continue;

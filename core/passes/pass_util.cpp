@@ -25,6 +25,22 @@ Positions program_positions(const Program& p) {
   return pos;
 }
 
+namespace {
+void host_kernels(Node* scope, std::vector<Node*>& out) {
+  for (Node* c = scope->first_child; c; c = c->next) {
+    ++node_visit_counter();
+    if (c->op == Op::kernel) out.push_back(c);
+    else if (c->first_child) host_kernels(c, out);
+  }
+}
+}  // namespace
+
+std::vector<Node*> kernels_of(const Program& p) {
+  std::vector<Node*> out;
+  host_kernels(p.root(), out);
+  return out;
+}
+
 void walk_subtree(Node* n, const std::function<void(Node*)>& f) {
   ++node_visit_counter();
   f(n);

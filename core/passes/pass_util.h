@@ -31,6 +31,11 @@ void memory_effects(const Node* n, std::unordered_set<const Node*>* reads, std::
 // Whether `n` (host level) runs per element of a non-empty shape: a kernel, or a shaped scope.
 bool is_device_scope(const Node* n);
 
+// Every kernel of p, in program order, found without entering any kernel: a walk of the host
+// level (kernels never nest), so a pass that works kernel by kernel does not read every node
+// of the program first.
+std::vector<Node*> kernels_of(const Program& p);
+
 // Calls f on n and every node inside it (pre-order).
 void walk_subtree(Node* n, const std::function<void(Node*)>& f);
 

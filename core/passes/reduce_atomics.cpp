@@ -86,8 +86,8 @@ class Reducer {
   bool run() {
     bool changed = false;
     std::vector<Node*> kernels;
-    for (Node* n : p_.nodes())
-      if (n->op == Op::kernel && n->group.empty()) kernels.push_back(n);
+    for (Node* k : kernels_of(p_))
+      if (k->group.empty()) kernels.push_back(k);
     for (Node* k : kernels) {
       Node* now = reduce_axes(k);
       changed |= now != k;

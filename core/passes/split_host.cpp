@@ -8,10 +8,7 @@ namespace ember {
 
 bool split_host(Program& p) {
   bool changed = false;
-  std::vector<Node*> kernels;
-  p.for_each([&](Node* n) {
-    if (n->op == Op::kernel) kernels.push_back(n);
-  });
+  std::vector<Node*> kernels = kernels_of(p);
   for (Node* k : kernels) {
     std::vector<Node*> mems, params;
     auto add = [](std::vector<Node*>& v, Node* x) {

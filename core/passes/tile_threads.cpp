@@ -376,10 +376,7 @@ class Tiler {
 }  // namespace
 
 bool tile_threads(Program& p) {
-  std::vector<Node*> kernels;
-  p.for_each([&](Node* n) {
-    if (n->op == Op::kernel) kernels.push_back(n);
-  });
+  std::vector<Node*> kernels = kernels_of(p);
   bool changed = false;
   for (Node* k : kernels) {
     if (find_contraction(k, nullptr)) continue;  // packed by the cpp dialect (codegen/cpu_gemm.h)

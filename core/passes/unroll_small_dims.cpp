@@ -128,11 +128,11 @@ class Unroller {
 
 bool unroll_small_dims(Program& p) {
   std::vector<Node*> kernels;
-  p.for_each([&](Node* n) {
-    if (n->op != Op::kernel || n->rank() < 2 || !n->group.empty()) return;  // lanes would split workgroups
+  for (Node* n : kernels_of(p)) {
+    if (n->rank() < 2 || !n->group.empty()) continue;  // lanes would split workgroups
     int64_t c = const_dim(n->shape.back());
     if (c >= 2 && c <= kMaxLanes) kernels.push_back(n);
-  });
+  }
   bool changed = false;
   for (Node* k : kernels) {
     Unroller u(p, k);
