@@ -7,10 +7,13 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "core/ir/verifier.h"
+#include "core/passes/pass_util.h"
 #include "core/passes/pipeline.h"
 #include "core/trace/tracer.h"
+#include "programs.h"
 
 namespace ember {
 namespace {
@@ -120,6 +123,35 @@ TEST(CompileScaling, ErasingUsersOfASharedValueIsLinear) {
   const uint64_t small = erase_users_visits(2000), large = erase_users_visits(8000);
   EXPECT_LE(large, 4 * small + 16) << small << " vs " << large;
   EXPECT_LE(large, 4u * 8000u) << "more than two operand checks per dropped use";
+}
+
+// kernels_of finds what a walk of every node finds, in the same order, reading only the host level.
+TEST(CompileScaling, KernelsOfReadsOnlyTheHostLevel) {
+  std::unique_ptr<Program> p = stencil(30);
+  PipelineOptions opt;
+  run_pipeline(*p, opt);
+  std::vector<Node*> walked;
+  p->for_each([&](Node* n) {
+    if (n->op == Op::kernel) walked.push_back(n);
+  });
+  const uint64_t v0 = node_visit_counter();
+  const std::vector<Node*> found = kernels_of(*p);
+  const uint64_t v = node_visit_counter() - v0;
+  ASSERT_GT(walked.size(), 30u);
+  EXPECT_EQ(found, walked);
+  EXPECT_LT(v * 5, p->nodes().size()) << v << " visits for " << p->nodes().size() << " nodes";
+  // Kernels inside host loops (a bitonic sort's stages) are found too.
+  std::unique_ptr<Program> sort = testing::bitonic_sort();
+  run_pipeline(*sort, opt);
+  std::vector<Node*> in_loops;
+  sort->for_each([&](Node* n) {
+    if (n->op == Op::kernel) in_loops.push_back(n);
+  });
+  ASSERT_FALSE(in_loops.empty());
+  bool nested = false;
+  for (Node* k : in_loops) nested |= k->parent != sort->root();
+  EXPECT_TRUE(nested) << "bitonic_sort has no kernel inside a host loop any more: pick another program";
+  EXPECT_EQ(kernels_of(*sort), in_loops);
 }
 
 // What a walk and the cleanup passes read of a node (kind, id, links, operands, shape and the
