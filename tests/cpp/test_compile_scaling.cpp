@@ -162,13 +162,12 @@ TEST(CompileScaling, HotNodeFieldsFillTheFirstTwoCacheLines) {
   Node* n = p.create(Op::constant, DType::f32);
   auto at = [&](const void* field) { return static_cast<const char*>(field) - reinterpret_cast<const char*>(n); };
   EXPECT_EQ(reinterpret_cast<uintptr_t>(n) % 64, 0u);
-  for (const void* f : {static_cast<const void*>(&n->op), static_cast<const void*>(&n->id),
-                        static_cast<const void*>(&n->next), static_cast<const void*>(&n->first_child),
-                        static_cast<const void*>(&n->parent), static_cast<const void*>(&n->operands),
-                        static_cast<const void*>(&n->shape), static_cast<const void*>(&n->bits),
-                        static_cast<const void*>(&n->axis), static_cast<const void*>(&n->kind),
-                        static_cast<const void*>(&n->axes), static_cast<const void*>(&n->mode),
-                        static_cast<const void*>(&n->flat), static_cast<const void*>(&n->index)})
+  for (const void* f :
+       {static_cast<const void*>(&n->op), static_cast<const void*>(&n->id), static_cast<const void*>(&n->next),
+        static_cast<const void*>(&n->first_child), static_cast<const void*>(&n->parent),
+        static_cast<const void*>(&n->operands), static_cast<const void*>(&n->shape), static_cast<const void*>(&n->bits),
+        static_cast<const void*>(&n->axis), static_cast<const void*>(&n->kind), static_cast<const void*>(&n->axes),
+        static_cast<const void*>(&n->mode), static_cast<const void*>(&n->flat), static_cast<const void*>(&n->index)})
     EXPECT_LT(at(f), 128) << "a hot field past the second cache line";
   EXPECT_LT(at(&n->index) + static_cast<std::ptrdiff_t>(sizeof n->index), 129);
   EXPECT_LT(at(&n->shape) + static_cast<std::ptrdiff_t>(sizeof n->shape), 129);
