@@ -37,7 +37,8 @@ class Cse {
  public:
   explicit Cse(Program& p) : p_(p) {}
   bool run() {
-    scope(p_.root());
+    std::vector<const Node*> written;
+    scope(p_.root(), written);
     return changed_;
   }
 
@@ -77,7 +78,10 @@ class Cse {
     }
   }
 
-  void scope(Node* s) {
+  // Numbers the values of scope s; `written` receives the memories s and its sub-scopes write
+  // (store, atomic, move_memory: memory_effects's writes, gathered on the way instead of by a
+  // second walk of each scope).
+  void scope(Node* s, std::vector<const Node*>& written) {
     tables_.emplace_back();
     for (Node* c = s->first_child; c;) {
       Node* next = c->next;
@@ -105,11 +109,12 @@ class Cse {
         if (c->op == Op::load) tables_.back().loads_of[c->operand(0)].push_back(c);
       }
       if (c->op == Op::store || c->op == Op::atomic) invalidate(c->operand(0));
+      if (c->op == Op::store || c->op == Op::atomic || c->op == Op::move_memory) written.push_back(c->operand(0));
       if (c->is_scope()) {
-        scope(c);
-        std::unordered_set<const Node*> writes;
-        memory_effects(c, nullptr, &writes);
-        invalidate(writes);
+        std::vector<const Node*> inner;
+        scope(c, inner);
+        for (const Node* m : inner) invalidate(m);  // (a memory listed twice: the second finds nothing)
+        written.insert(written.end(), inner.begin(), inner.end());
       }
       c = next;
     }
