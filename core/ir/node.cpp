@@ -71,22 +71,22 @@ bool same_attrs(const NodeAttrs& a, const NodeAttrs& b) {
   return true;
 }
 
-size_t hash_attrs(const NodeAttrs& a) {
+namespace {
+// hash_attrs over every semantic attribute, or over the integer and enum ones only.
+template <bool ScalarsOnly>
+size_t hash_attrs_of(const NodeAttrs& a) {
   size_t h = 0x9e3779b97f4a7c15ull;
-#define EMBER_HASH_ATTR(type, name, init, role) attr_hash<AttrRole::role>(h, a.name);
+#define EMBER_HASH_ATTR(type, name, init, role)                                     \
+  if constexpr (!ScalarsOnly || std::is_integral_v<type> || std::is_enum_v<type>) \
+    attr_hash<AttrRole::role>(h, a.name);
   EMBER_NODE_ATTRS(EMBER_HASH_ATTR)
 #undef EMBER_HASH_ATTR
   return h;
 }
+}  // namespace
 
-size_t hash_scalar_attrs(const NodeAttrs& a) {
-  size_t h = 0x9e3779b97f4a7c15ull;
-#define EMBER_HASH_SCALAR_ATTR(type, name, init, role) \
-  if constexpr (std::is_integral_v<type> || std::is_enum_v<type>) attr_hash<AttrRole::role>(h, a.name);
-  EMBER_NODE_ATTRS(EMBER_HASH_SCALAR_ATTR)
-#undef EMBER_HASH_SCALAR_ATTR
-  return h;
-}
+size_t hash_attrs(const NodeAttrs& a) { return hash_attrs_of<false>(a); }
+size_t hash_scalar_attrs(const NodeAttrs& a) { return hash_attrs_of<true>(a); }
 
 std::vector<const char*> non_default_attrs(const NodeAttrs& a) {
   static const NodeAttrs defaults;

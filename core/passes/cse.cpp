@@ -79,8 +79,8 @@ class Cse {
   }
 
   // Numbers the values of scope s; `written` receives the memories s and its sub-scopes write
-  // (store, atomic, move_memory: memory_effects's writes, gathered on the way instead of by a
-  // second walk of each scope).
+  // (written_memory, as memory_effects finds them, gathered on the way instead of by a second
+  // walk of each scope).
   void scope(Node* s, std::vector<const Node*>& written) {
     tables_.emplace_back();
     for (Node* c = s->first_child; c;) {
@@ -109,7 +109,7 @@ class Cse {
         if (c->op == Op::load) tables_.back().loads_of[c->operand(0)].push_back(c);
       }
       if (c->op == Op::store || c->op == Op::atomic) invalidate(c->operand(0));
-      if (c->op == Op::store || c->op == Op::atomic || c->op == Op::move_memory) written.push_back(c->operand(0));
+      if (const Node* m = written_memory(c)) written.push_back(m);
       if (c->is_scope()) {
         std::vector<const Node*> inner;
         scope(c, inner);

@@ -465,13 +465,8 @@ bool fuse_loads(Program& p) {
   std::vector<char> copies;  // by node id: made by a fusion of this pass
   DependenceAnalysis dep;
   for (int sweep = 0; sweep < 64; ++sweep) {
-    // program_positions and the candidates in one walk.
-    Positions pos;
     std::vector<Node*> work;  // a stack: the next load is at the back
-    int at = 0;
-    pos.set(p.root(), at++);
-    p.for_each([&](Node* n) {
-      pos.set(n, at++);
+    Positions pos = program_positions(p, [&](Node* n) {
       if (candidate(n)) work.push_back(n);
     });
     std::reverse(work.begin(), work.end());

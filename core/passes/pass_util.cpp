@@ -17,12 +17,20 @@ void Positions::set(const Node* n, int v) {
   v_[i] = v;
 }
 
-Positions program_positions(const Program& p) {
+Positions program_positions(const Program& p, const std::function<void(Node*)>& also) {
   Positions pos;
   int k = 0;
   pos.set(p.root(), k++);
-  p.for_each([&](Node* n) { pos.set(n, k++); });
+  p.for_each([&](Node* n) {
+    pos.set(n, k++);
+    if (also) also(n);
+  });
   return pos;
+}
+
+const Node* written_memory(const Node* x) {
+  const bool writes = x->op == Op::store || x->op == Op::atomic || x->op == Op::move_memory;
+  return writes ? x->operand(0) : nullptr;
 }
 
 namespace {
@@ -54,12 +62,9 @@ void walk_subtree(Node* n, const std::function<void(Node*)>& f) {
 void memory_effects(const Node* n, std::unordered_set<const Node*>* reads, std::unordered_set<const Node*>* writes) {
   walk_subtree(const_cast<Node*>(n), [&](Node* x) {
     if (x->op == Op::load && reads) reads->insert(x->operand(0));
-    if ((x->op == Op::store || x->op == Op::atomic) && writes) writes->insert(x->operand(0));
+    if (const Node* m = written_memory(x); m && writes) writes->insert(m);
     if (x->op == Op::atomic && reads) reads->insert(x->operand(0));
-    if (x->op == Op::move_memory) {
-      if (writes) writes->insert(x->operand(0));
-      if (reads) reads->insert(x->operand(1));
-    }
+    if (x->op == Op::move_memory && reads) reads->insert(x->operand(1));
   });
 }
 

@@ -23,7 +23,12 @@ class Positions {
  private:
   std::vector<int> v_;  // by id; -1: none
 };
-Positions program_positions(const Program& p);
+// `also`, when given, is called on every node of the same walk (a pass that needs positions and
+// a scan of the program reads each node once).
+Positions program_positions(const Program& p, const std::function<void(Node*)>& also = nullptr);
+
+// The memory x writes (operand 0 of a store, atomic or move_memory), or null.
+const Node* written_memory(const Node* x);
 
 // Memories read / written by `n` and everything inside it.
 void memory_effects(const Node* n, std::unordered_set<const Node*>* reads, std::unordered_set<const Node*>* writes);

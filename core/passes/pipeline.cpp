@@ -166,6 +166,11 @@ std::vector<PassRecord> run_pipeline(Program& p, const PipelineOptions& opt) {
     if (between) cpu_mark = thread_cpu_ms();  // (short_wall is 0 here)
     return changed;
   };
+  // EMBER_VERIFY: the program must be a fixed point of every cleanup pass here.
+  auto check_fixed_point = [&](const char* why) {
+    if (opt.verify)
+      for (const PassInfo& c : kCleanup) EMBER_INTERNAL_ASSERT(!c.fn(p), c.name << " changed the program " << why);
+  };
   bool dirty = true;  // a pass changed the program since the last cleanup group
   for (const Step& s : steps()) {
     if ((s.group_lowering && !opt.lower_groups) || (s.tiling && !opt.tile_threads)) continue;
@@ -176,9 +181,7 @@ std::vector<PassRecord> run_pipeline(Program& p, const PipelineOptions& opt) {
     }
     // Nothing changed since the last cleanup reached its fixed point: it is one still.
     if (!dirty) {
-      if (opt.verify)
-        for (const PassInfo& c : kCleanup)
-          EMBER_INTERNAL_ASSERT(!c.fn(p), c.name << " changed the program after passes that reported no change");
+      check_fixed_point("after passes that reported no change");
       continue;
     }
     dirty = false;
@@ -194,9 +197,7 @@ std::vector<PassRecord> run_pipeline(Program& p, const PipelineOptions& opt) {
       else unchanged = c.fn == cse ? 1 : 0;
     }
     if (unchanged < kCleanupCount) dirty = true;  // stopped at the cap, short of a fixed point
-    else if (opt.verify)
-      for (const PassInfo& c : kCleanup)
-        EMBER_INTERNAL_ASSERT(!c.fn(p), c.name << " changed the program after the cleanup reached its fixed point");
+    else check_fixed_point("after the cleanup reached its fixed point");
   }
   if (show_time) {
     const DependenceTotals& d = dependence_totals();
