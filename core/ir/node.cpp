@@ -1,7 +1,13 @@
 #include "core/ir/node.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <new>
 #include <type_traits>
+
+#ifdef __linux__
+#include <sys/mman.h>
+#endif
 #include <unordered_map>
 
 namespace ember {
@@ -122,12 +128,39 @@ Program::Program() {
   root_->id = next_id_++;
 }
 
+namespace {
+constexpr size_t kHugePage = size_t{2} << 20;
+}  // namespace
+
+Program::Slab::Slab(size_t n, bool huge) : count(n) {
+  const size_t bytes = n * sizeof(Node);
+  void* mem = nullptr;
+  if (huge) {
+    const size_t whole = (bytes + kHugePage - 1) / kHugePage * kHugePage;
+    mem = std::aligned_alloc(kHugePage, whole);
+#ifdef __linux__
+    // A hint for the whole aligned range (a huge page needs all of it): without, plain pages.
+    if (mem) madvise(mem, whole, MADV_HUGEPAGE);
+#endif
+  }
+  if (!mem) mem = std::aligned_alloc(alignof(Node), bytes);  // (sizeof(Node) is a multiple of its alignment)
+  if (!mem) throw std::bad_alloc();
+  nodes = static_cast<Node*>(mem);
+  for (size_t i = 0; i < n; ++i) new (nodes + i) Node();
+}
+
+Program::Slab::~Slab() {
+  for (size_t i = 0; i < count; ++i) nodes[i].~Node();
+  std::free(nodes);
+}
+
 Node* Program::allocate() {
-  if (slab_used_ == kSlabNodes) {
-    slabs_.push_back(std::make_unique<Node[]>(kSlabNodes));
+  if (slabs_.empty() || slab_used_ == slabs_.back().count) {
+    const bool huge = slabs_.size() >= kSmallSlabs;
+    slabs_.emplace_back(huge ? kHugePage / sizeof(Node) : kSmallSlabNodes, huge);
     slab_used_ = 0;
   }
-  return &slabs_.back()[slab_used_++];
+  return &slabs_.back().nodes[slab_used_++];
 }
 
 Node* Program::create(Op op, DType dtype, std::vector<Node*> shape, std::vector<Node*> operands) {
