@@ -195,6 +195,51 @@ TEST(Simplify, FoldsSignsAndPowerOfTwoFactors) {
   EXPECT_EQ(muls, 10) << print_program(*p);
 }
 
+// cse's one table for all open scopes: thousands of values (the table grows and drops the
+// tombstones of closed scopes), a host value seen inside a scope, and sibling scopes that do not
+// see each other's values.
+TEST(Cse, OneTableServesNestedAndSiblingScopes) {
+  Program p;
+  Builder b(p);
+  b.set_insert_end(p.root());
+  auto make = [&](Op op, Node* l, Node* r) { return b.raw(op, DType::f32, Shape{}, {l, r}); };  // (not numbered)
+  Node* x = b.scalar_arg(DType::f32, 0, "x");
+  constexpr int kValues = 3000;
+  std::vector<Node*> cs, again;
+  for (int i = 0; i < kValues; ++i) cs.push_back(b.f32(static_cast<float>(i) + 0.5f));
+  for (int i = 0; i < kValues; ++i) make(Op::add, x, cs[static_cast<size_t>(i)]);
+  Node* sq = make(Op::mul, x, x);
+  Node* acc = b.var(b.f32(0.0f), Shape{});
+  for (int s = 0; s < 3; ++s) {  // each: acc = x*x (the host's) + x-x (its own)
+    Node* scope = b.if_(b.binary(Op::lt, x, cs[static_cast<size_t>(s)]), Shape{});
+    b.set_insert_end(scope);
+    b.set(acc, make(Op::add, make(Op::mul, x, x), make(Op::sub, x, x)));
+    b.set_insert_end(p.root());
+  }
+  for (int i = 0; i < kValues; ++i) again.push_back(make(Op::add, x, cs[static_cast<size_t>(i)]));
+  Node* sum = make(Op::add, sq, acc);
+  for (Node* v : again) sum = make(Op::add, sum, v);
+  b.output(sum, 0);
+  p.num_outputs = 1;
+  verify(p);
+  std::mt19937 rng(7);
+  std::vector<ArgValue> args = random_args(p, rng);
+  std::vector<HostTensor> want = interpret(p, copy_args(args));
+  ASSERT_TRUE(cse(p));
+  verify(p);
+  EXPECT_EQ(compare(want, interpret(p, copy_args(args))), "");
+  int muls = 0, subs = 0, adds_of_x = 0;
+  p.for_each([&](Node* n) {
+    muls += n->op == Op::mul;
+    subs += n->op == Op::sub;
+    adds_of_x += n->op == Op::add && n->operand(0) == x && n->operand(1)->op == Op::constant;
+  });
+  EXPECT_EQ(adds_of_x, kValues) << "each repeated x + c is the first one";
+  EXPECT_EQ(muls, 1) << "x*x inside each scope is the host's";
+  EXPECT_EQ(subs, 3) << "a sibling scope's x-x is not visible in the next one";
+  EXPECT_FALSE(cse(p)) << "one run reaches cse's fixed point";
+}
+
 TEST(Pipeline, BitonicStagesBecomeHostLoops) {
   std::unique_ptr<Program> p = bitonic_sort();
   std::mt19937 rng(3);
