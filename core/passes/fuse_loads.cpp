@@ -371,12 +371,14 @@ class LoadCounts {
 };
 
 // Fuses `load` if legal and cheap; the loads of the recomputation are appended to `new_loads`.
+// `k1` receives the producer kernel once it is known (null: the load has none to fuse from).
 bool fuse_one(Program& p, DependenceAnalysis& dep, Node* load, Positions& pos, LoadCounts& counts,
-              std::vector<char>& copies, std::vector<Node*>& new_loads) {
+              std::vector<char>& copies, std::vector<Node*>& new_loads, Node*& k1_out) {
   Node* buf = load->operand(0);
   Node* st = sole_identity_store(buf);
   if (!st) return false;
   Node* k1 = st->parent;
+  k1_out = k1;
   if (!k1->group.empty()) return false;  // its values may depend on barriers and group buffers
   Node* k2 = load->enclosing_kernel();
   if (!k2 || k2 == k1 || pos.at(k1) >= pos.at(load)) return false;
@@ -451,6 +453,15 @@ bool fuse_one(Program& p, DependenceAnalysis& dep, Node* load, Positions& pos, L
   return true;
 }
 
+// A load's last failed fusion, and what it depended on that a later fusion can change: whether
+// a retry can succeed is known without redoing it (below).
+struct Attempt {
+  uint64_t epoch = 0;         // fusions done before it (0: never tried)
+  const Node* k1 = nullptr;   // the producer kernel (null: none, which no fusion changes)
+  bool repeated = false;      // LoadCounts::repeated of the buffer then
+  bool stays = false;         // the buffer had other loads then
+};
+
 }  // namespace
 
 bool fuse_loads(Program& p) {
@@ -458,11 +469,23 @@ bool fuse_loads(Program& p) {
   // load they replaced (where they now are). A sweep visits each load once; a second sweep
   // retries the loads that failed before (fusing into a producer can make its cone legal to
   // copy), until one changes nothing. Node visits grow linearly with the program.
+  // A retry is made only when something the failed attempt depended on changed since: the
+  // producer kernel received a fusion (its cone is different), or the buffer's loads went down
+  // so that it is no longer read at several places by one kernel, or no longer by any other
+  // load (both only tighten the limits of fuse_one when they hold). Every other input of
+  // fuse_one (the stores, the positions, the consumer's loops and writes) no fusion changes, so
+  // the retry would fail again: the result is the same, without the second sweep's cones.
   auto candidate = [](const Node* n) {
     return n->op == Op::load && !n->dead && !n->flat && n->operand(0)->op == Op::buffer && n->enclosing_kernel();
   };
   bool changed = false;
-  std::vector<char> copies;  // by node id: made by a fusion of this pass
+  std::vector<char> copies;           // by node id: made by a fusion of this pass
+  std::vector<Attempt> attempts;      // by load id
+  std::vector<uint64_t> fused_into;   // by kernel id: the epoch of its last fusion
+  uint64_t epoch = 1;
+  auto grow = [](auto& v, int id) {
+    if (static_cast<size_t>(id) >= v.size()) v.resize(static_cast<size_t>(id) * 2 + 1);
+  };
   DependenceAnalysis dep;
   for (int sweep = 0; sweep < 64; ++sweep) {
     std::vector<Node*> work;  // a stack: the next load is at the back
@@ -477,9 +500,26 @@ bool fuse_loads(Program& p) {
       Node* l = work.back();
       work.pop_back();
       if (!candidate(l)) continue;
+      grow(attempts, l->id);
+      Attempt& a = attempts[static_cast<size_t>(l->id)];
+      if (a.epoch) {
+        if (!a.k1) continue;
+        const Node* buf = l->operand(0);
+        const size_t k1 = static_cast<size_t>(a.k1->id);
+        const bool k1_changed = k1 < fused_into.size() && fused_into[k1] > a.epoch;
+        if (!k1_changed && !(a.repeated && !counts.repeated(buf)) && !(a.stays && counts.total(buf) <= 1)) continue;
+      }
       fresh.clear();
-      if (!fuse_one(p, dep, l, pos, counts, copies, fresh)) continue;
+      Node* k1 = nullptr;
+      Node* k2 = l->enclosing_kernel();
+      if (!fuse_one(p, dep, l, pos, counts, copies, fresh, k1)) {
+        const Node* buf = l->operand(0);
+        a = Attempt{epoch, k1, k1 && counts.repeated(buf), k1 && counts.total(buf) > 1};
+        continue;
+      }
       any = true;
+      grow(fused_into, k2->id);
+      fused_into[static_cast<size_t>(k2->id)] = ++epoch;
       // Copies are made in program order, so ids order them: the first is tried first.
       std::sort(fresh.begin(), fresh.end(), [](const Node* a, const Node* b) { return a->id > b->id; });
       for (auto it = fresh.begin(); it != fresh.end(); ++it)
