@@ -132,7 +132,7 @@ namespace {
 constexpr size_t kHugePage = size_t{2} << 20;
 }  // namespace
 
-Program::Slab::Slab(size_t n, bool huge) : count(n) {
+Program::Slab::Slab(size_t n, bool huge) : capacity(n) {
   const size_t bytes = n * sizeof(Node);
   void* mem = nullptr;
   if (huge) {
@@ -146,21 +146,20 @@ Program::Slab::Slab(size_t n, bool huge) : count(n) {
   if (!mem) mem = std::aligned_alloc(alignof(Node), bytes);  // (sizeof(Node) is a multiple of its alignment)
   if (!mem) throw std::bad_alloc();
   nodes = static_cast<Node*>(mem);
-  for (size_t i = 0; i < n; ++i) new (nodes + i) Node();
 }
 
 Program::Slab::~Slab() {
-  for (size_t i = 0; i < count; ++i) nodes[i].~Node();
+  for (size_t i = 0; i < used; ++i) nodes[i].~Node();
   std::free(nodes);
 }
 
 Node* Program::allocate() {
-  if (slabs_.empty() || slab_used_ == slabs_.back().count) {
+  if (slabs_.empty() || slabs_.back().used == slabs_.back().capacity) {
     const bool huge = slabs_.size() >= kSmallSlabs;
     slabs_.emplace_back(huge ? kHugePage / sizeof(Node) : kSmallSlabNodes, huge);
-    slab_used_ = 0;
   }
-  return &slabs_.back().nodes[slab_used_++];
+  Slab& s = slabs_.back();
+  return new (s.nodes + s.used++) Node();
 }
 
 Node* Program::create(Op op, DType dtype, std::vector<Node*> shape, std::vector<Node*> operands) {

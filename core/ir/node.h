@@ -275,12 +275,18 @@ class Program {
   // one heap allocation per node did. The first slabs are small (small programs stay small); past
   // kSmallSlabs, a slab is one 2 MiB huge page where the OS gives them (Linux transparent huge
   // pages): a pass's walk over a program of tens of thousands of nodes then misses the TLB once
-  // per 2 MiB, not once per 4 KiB (issue 17: ~15% of the pass time at 400 stencil steps).
+  // per 2 MiB, not once per 4 KiB (issue 17).
+  // A slab's nodes are constructed one by one as they are handed out (constructing a 2 MiB slab
+  // at once would write every line of it, evicting the cache, long before its nodes are used).
   struct Slab {
     Node* nodes = nullptr;
-    size_t count = 0;
-    Slab(size_t count, bool huge);
-    Slab(Slab&& o) noexcept : nodes(o.nodes), count(o.count) { o.nodes = nullptr; o.count = 0; }
+    size_t capacity = 0;
+    size_t used = 0;  // constructed
+    Slab(size_t capacity, bool huge);
+    Slab(Slab&& o) noexcept : nodes(o.nodes), capacity(o.capacity), used(o.used) {
+      o.nodes = nullptr;
+      o.capacity = o.used = 0;
+    }
     Slab(const Slab&) = delete;
     Slab& operator=(const Slab&) = delete;
     Slab& operator=(Slab&&) = delete;
@@ -290,7 +296,6 @@ class Program {
   static constexpr size_t kSmallSlabs = 16;
   Node* allocate();
   std::vector<Slab> slabs_;
-  size_t slab_used_ = 0;
   Node* root_;
   int next_id_ = 0;
 };

@@ -455,11 +455,12 @@ bool fuse_one(Program& p, DependenceAnalysis& dep, Node* load, Positions& pos, L
 
 // A load's last failed fusion, and what it depended on that a later fusion can change: whether
 // a retry can succeed is known without redoing it (below).
+// 12 bytes: the table is indexed by node id, and a large program has tens of thousands.
 struct Attempt {
-  uint64_t epoch = 0;         // fusions done before it (0: never tried)
-  const Node* k1 = nullptr;   // the producer kernel (null: none, which no fusion changes)
-  bool repeated = false;      // LoadCounts::repeated of the buffer then
-  bool stays = false;         // the buffer had other loads then
+  uint32_t epoch = 0;    // fusions done before it, plus one (0: never tried)
+  int32_t k1 = -1;       // the producer kernel's id (-1: none, which no fusion changes)
+  bool repeated = false;  // LoadCounts::repeated of the buffer then
+  bool stays = false;     // the buffer had other loads then
 };
 
 }  // namespace
@@ -479,13 +480,10 @@ bool fuse_loads(Program& p) {
     return n->op == Op::load && !n->dead && !n->flat && n->operand(0)->op == Op::buffer && n->enclosing_kernel();
   };
   bool changed = false;
-  std::vector<char> copies;           // by node id: made by a fusion of this pass
-  std::vector<Attempt> attempts;      // by load id
-  std::vector<uint64_t> fused_into;   // by kernel id: the epoch of its last fusion
-  uint64_t epoch = 1;
-  auto grow = [](auto& v, int id) {
-    if (static_cast<size_t>(id) >= v.size()) v.resize(static_cast<size_t>(id) * 2 + 1);
-  };
+  std::vector<char> copies;                              // by node id: made by a fusion of this pass
+  std::vector<Attempt> attempts(static_cast<size_t>(p.id_bound()));  // by load id
+  std::unordered_map<int, uint32_t> fused_into;          // kernel id -> the epoch of its last fusion
+  uint32_t epoch = 1;
   DependenceAnalysis dep;
   for (int sweep = 0; sweep < 64; ++sweep) {
     std::vector<Node*> work;  // a stack: the next load is at the back
@@ -500,13 +498,13 @@ bool fuse_loads(Program& p) {
       Node* l = work.back();
       work.pop_back();
       if (!candidate(l)) continue;
-      grow(attempts, l->id);
+      if (static_cast<size_t>(l->id) >= attempts.size()) attempts.resize(static_cast<size_t>(l->id) * 3 / 2 + 1);
       Attempt& a = attempts[static_cast<size_t>(l->id)];
       if (a.epoch) {
-        if (!a.k1) continue;
+        if (a.k1 < 0) continue;
         const Node* buf = l->operand(0);
-        const size_t k1 = static_cast<size_t>(a.k1->id);
-        const bool k1_changed = k1 < fused_into.size() && fused_into[k1] > a.epoch;
+        auto f = fused_into.find(a.k1);
+        const bool k1_changed = f != fused_into.end() && f->second > a.epoch;
         if (!k1_changed && !(a.repeated && !counts.repeated(buf)) && !(a.stays && counts.total(buf) <= 1)) continue;
       }
       fresh.clear();
@@ -514,12 +512,11 @@ bool fuse_loads(Program& p) {
       Node* k2 = l->enclosing_kernel();
       if (!fuse_one(p, dep, l, pos, counts, copies, fresh, k1)) {
         const Node* buf = l->operand(0);
-        a = Attempt{epoch, k1, k1 && counts.repeated(buf), k1 && counts.total(buf) > 1};
+        a = Attempt{epoch, k1 ? k1->id : -1, k1 && counts.repeated(buf), k1 && counts.total(buf) > 1};
         continue;
       }
       any = true;
-      grow(fused_into, k2->id);
-      fused_into[static_cast<size_t>(k2->id)] = ++epoch;
+      fused_into[k2->id] = ++epoch;
       // Copies are made in program order, so ids order them: the first is tried first.
       std::sort(fresh.begin(), fresh.end(), [](const Node* a, const Node* b) { return a->id > b->id; });
       for (auto it = fresh.begin(); it != fresh.end(); ++it)
