@@ -4,11 +4,11 @@
 #include <cstdlib>
 #include <new>
 #include <type_traits>
+#include <unordered_map>
 
 #ifdef __linux__
 #include <sys/mman.h>
 #endif
-#include <unordered_map>
 
 namespace ember {
 

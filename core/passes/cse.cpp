@@ -28,11 +28,15 @@ bool same_value(const Node* a, const Node* b) {
 // cache lines (issue 17: cse was ~160 ns per node on the 400-step stencil).
 class ValueTable {
  public:
+  struct Entry {
+    size_t hash = 0;
+    Node* n = nullptr;  // in a slot: null never used, tombstone() removed
+  };
   ValueTable() { slots_.resize(kInitial); }
 
   Node* find(const Node* n, size_t hash) const {
     for (size_t i = home(hash); ; i = (i + 1) & mask()) {
-      const Slot& s = slots_[i];
+      const Entry& s = slots_[i];
       if (!s.n) return nullptr;
       if (s.n != tombstone() && s.hash == hash && same_value(s.n, n)) return s.n;
     }
@@ -59,10 +63,6 @@ class ValueTable {
   }
 
  private:
-  struct Slot {
-    size_t hash = 0;
-    Node* n = nullptr;  // null: never used; tombstone(): removed
-  };
   static constexpr size_t kInitial = 1024;
   static Node* tombstone() { return reinterpret_cast<Node*>(alignof(Node)); }
   size_t mask() const { return slots_.size() - 1; }
@@ -70,13 +70,13 @@ class ValueTable {
   size_t home(size_t hash) const { return ((hash ^ (hash >> 29)) * 0xbf58476d1ce4e5b9ull >> 32) & mask(); }
   // Drops the tombstones; doubles when the live entries fill a quarter or more.
   void rehash() {
-    std::vector<Slot> old;
+    std::vector<Entry> old;
     old.swap(slots_);
     size_t live = 0;
-    for (const Slot& s : old) live += s.n && s.n != tombstone();
-    slots_.assign(live * 4 >= old.size() ? old.size() * 2 : old.size(), Slot{});
+    for (const Entry& s : old) live += s.n && s.n != tombstone();
+    slots_.assign(live * 4 >= old.size() ? old.size() * 2 : old.size(), Entry{});
     used_ = 0;
-    for (const Slot& s : old) {
+    for (const Entry& s : old) {
       if (!s.n || s.n == tombstone()) continue;
       size_t i = home(s.hash);
       while (slots_[i].n) i = (i + 1) & mask();
@@ -84,9 +84,9 @@ class ValueTable {
       ++used_;
     }
   }
-  std::vector<Slot> slots_;
+  std::vector<Entry> slots_;
   size_t used_ = 0;             // slots not empty (live or tombstone)
-  std::vector<Slot> log_;       // entries in insertion order
+  std::vector<Entry> log_;      // entries in insertion order
   std::vector<size_t> marks_;   // log_ size at each open scope's start
 };
 
@@ -100,11 +100,6 @@ class Cse {
   }
 
  private:
-  struct Load {
-    size_t hash;
-    Node* n;
-  };
-
   bool candidate(const Node* n) const {
     if (n->op == Op::load) {
       for (const Node* o : n->operands)
@@ -126,7 +121,7 @@ class Cse {
   void invalidate(const Node* mem) {
     auto it = loads_of_.find(mem);
     if (it == loads_of_.end()) return;
-    for (const Load& l : it->second) values_.remove(l.n, l.hash);
+    for (const ValueTable::Entry& l : it->second) values_.remove(l.n, l.hash);
     loads_of_.erase(it);
   }
 
@@ -171,7 +166,7 @@ class Cse {
 
   Program& p_;
   ValueTable values_;
-  std::unordered_map<const Node*, std::vector<Load>> loads_of_;  // memory -> its loads in values_
+  std::unordered_map<const Node*, std::vector<ValueTable::Entry>> loads_of_;  // memory -> its loads in values_
   bool changed_ = false;
 };
 

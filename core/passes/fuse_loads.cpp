@@ -484,6 +484,13 @@ bool fuse_loads(Program& p) {
   std::vector<Attempt> attempts(static_cast<size_t>(p.id_bound()));  // by load id
   std::unordered_map<int, uint32_t> fused_into;          // kernel id -> the epoch of its last fusion
   uint32_t epoch = 1;
+  // Whether a load whose last attempt was `a` might fuse now (see above).
+  auto may_succeed_now = [&](const Attempt& a, const Node* buf, LoadCounts& counts) {
+    if (a.k1 < 0) return false;
+    auto f = fused_into.find(a.k1);
+    if (f != fused_into.end() && f->second > a.epoch) return true;
+    return (a.repeated && !counts.repeated(buf)) || (a.stays && counts.total(buf) <= 1);
+  };
   DependenceAnalysis dep;
   for (int sweep = 0; sweep < 64; ++sweep) {
     std::vector<Node*> work;  // a stack: the next load is at the back
@@ -500,13 +507,7 @@ bool fuse_loads(Program& p) {
       if (!candidate(l)) continue;
       if (static_cast<size_t>(l->id) >= attempts.size()) attempts.resize(static_cast<size_t>(l->id) * 3 / 2 + 1);
       Attempt& a = attempts[static_cast<size_t>(l->id)];
-      if (a.epoch) {
-        if (a.k1 < 0) continue;
-        const Node* buf = l->operand(0);
-        auto f = fused_into.find(a.k1);
-        const bool k1_changed = f != fused_into.end() && f->second > a.epoch;
-        if (!k1_changed && !(a.repeated && !counts.repeated(buf)) && !(a.stays && counts.total(buf) <= 1)) continue;
-      }
+      if (a.epoch && !may_succeed_now(a, l->operand(0), counts)) continue;
       fresh.clear();
       Node* k1 = nullptr;
       Node* k2 = l->enclosing_kernel();
