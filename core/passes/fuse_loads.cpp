@@ -118,23 +118,18 @@ int64_t recompute_factor(const Node* load, const std::vector<Node*>& produced) {
   return std::max<int64_t>(1, (run_const + have_const - 1) / have_const);
 }
 
-// The single store that fills buffer `buf` with a value over the whole buffer, or null.
-Node* sole_identity_store(Node* buf) {
-  if (buf->op != Op::buffer) return nullptr;
-  Node* st = nullptr;
-  for (Node* u : buf->users) {
-    if (u->op == Op::load && u->operand(0) == buf) continue;
-    if (u->op != Op::store || st) return nullptr;
-    st = u;
-  }
-  if (!st || st->operand(0) != buf || st->operand(1) == buf) return nullptr;
-  Node* k = st->parent;
-  if (!k || k->op != Op::kernel || !same_shape(k->shape, buf->shape)) return nullptr;
+// Whether `st`, buf's only user other than loads of it, is a store that fills buffer `buf` with a
+// value over the whole buffer (see BufferUses::identity_store).
+bool fills_whole_buffer(const Node* buf, const Node* st) {
+  if (buf->op != Op::buffer || st->op != Op::store) return false;
+  if (st->operand(0) != buf || st->operand(1) == buf) return false;
+  const Node* k = st->parent;
+  if (!k || k->op != Op::kernel || !same_shape(k->shape, buf->shape)) return false;
   for (int a = 0; a < buf->rank(); ++a) {
-    Node* ix = st->operand(2 + a);
-    if (ix->op != Op::index || ix->axis != a) return nullptr;
+    const Node* ix = st->operand(2 + a);
+    if (ix->op != Op::index || ix->axis != a) return false;
   }
-  return st;
+  return true;
 }
 
 class Cone {
@@ -330,14 +325,20 @@ Node* in_mode_range(Builder& b, Node* load, int a, Node* k) {
   return clamp_index(b, i, d, load, k);
 }
 
-// How many loads of each buffer each kernel has, kept up to date as loads are fused (a fusion
-// removes one load and adds the recomputation's), so asking whether some kernel reads a buffer
-// at several places costs O(1) instead of a scan of its users per load (fused chains give a
-// buffer many loads: the scans made the pass quadratic).
-class LoadCounts {
+// What fuse_one asks of a buffer's users, counted once per buffer and kept up to date as loads
+// are fused (a fusion removes one load and adds the recomputation's loads; it never adds or
+// removes a store, and in a kernel only loads, stores and atomics use a memory). How many loads
+// each kernel has, so asking whether some kernel reads a buffer at several places costs O(1)
+// instead of a scan of its users per load (fused chains give a buffer many loads: the scans made
+// the pass quadratic); and the buffer's identity store, which a scan per load made quadratic too
+// (a buffer every step reads has a user per step, and each step's loads of it asked).
+class BufferUses {
  public:
   bool repeated(const Node* buf) { return entry(buf).repeated > 0; }
   int total(const Node* buf) { return entry(buf).total; }
+  // The single store that fills buf over the whole buffer, when buf has no other user than it
+  // and loads; else null.
+  Node* identity_store(const Node* buf) { return entry(buf).store; }
   void added(const Node* load) { change(load, +1); }
   void removed(const Node* load) { change(load, -1); }
 
@@ -346,17 +347,25 @@ class LoadCounts {
     std::unordered_map<const Node*, int> per_kernel;
     int repeated = 0;  // kernels with more than one load
     int total = 0;     // loads
+    Node* store = nullptr;
   };
   Entry& entry(const Node* buf) {
     auto it = m_.find(buf);
     if (it != m_.end()) return it->second;
     Entry& e = m_[buf];
+    Node* other = nullptr;  // the one user that is not a load, if there is one
+    int others = 0;
     for (Node* u : buf->users) {
       ++node_visit_counter();
-      if (u->op != Op::load) continue;
+      if (u->op != Op::load) {
+        other = u;
+        ++others;
+        continue;
+      }
       ++e.total;
       if (++e.per_kernel[u->enclosing_kernel()] == 2) ++e.repeated;
     }
+    if (others == 1 && fills_whole_buffer(buf, other)) e.store = other;
     return e;
   }
   void change(const Node* load, int by) {
@@ -372,10 +381,10 @@ class LoadCounts {
 
 // Fuses `load` if legal and cheap; the loads of the recomputation are appended to `new_loads`.
 // `k1` receives the producer kernel once it is known (null: the load has none to fuse from).
-bool fuse_one(Program& p, DependenceAnalysis& dep, Node* load, Positions& pos, LoadCounts& counts,
+bool fuse_one(Program& p, DependenceAnalysis& dep, Node* load, Positions& pos, BufferUses& counts,
               std::vector<char>& copies, std::vector<Node*>& new_loads, Node*& k1_out) {
   Node* buf = load->operand(0);
-  Node* st = sole_identity_store(buf);
+  Node* st = counts.identity_store(buf);
   if (!st) return false;
   Node* k1 = st->parent;
   k1_out = k1;
@@ -459,7 +468,7 @@ bool fuse_one(Program& p, DependenceAnalysis& dep, Node* load, Positions& pos, L
 struct Attempt {
   uint32_t epoch = 0;    // fusions done before it, plus one (0: never tried)
   int32_t k1 = -1;       // the producer kernel's id (-1: none, which no fusion changes)
-  bool repeated = false;  // LoadCounts::repeated of the buffer then
+  bool repeated = false;  // BufferUses::repeated of the buffer then
   bool stays = false;     // the buffer had other loads then
 };
 
@@ -485,7 +494,7 @@ bool fuse_loads(Program& p) {
   std::unordered_map<int, uint32_t> fused_into;          // kernel id -> the epoch of its last fusion
   uint32_t epoch = 1;
   // Whether a load whose last attempt was `a` might fuse now (see above).
-  auto may_succeed_now = [&](const Attempt& a, const Node* buf, LoadCounts& counts) {
+  auto may_succeed_now = [&](const Attempt& a, const Node* buf, BufferUses& counts) {
     if (a.k1 < 0) return false;
     auto f = fused_into.find(a.k1);
     if (f != fused_into.end() && f->second > a.epoch) return true;
@@ -499,7 +508,7 @@ bool fuse_loads(Program& p) {
     });
     std::reverse(work.begin(), work.end());
     bool any = false;
-    LoadCounts counts;
+    BufferUses counts;
     std::vector<Node*> fresh;
     while (!work.empty()) {
       Node* l = work.back();
