@@ -92,7 +92,7 @@ class ValueTable {
 
 class Cse {
  public:
-  explicit Cse(Program& p) : p_(p) {}
+  Cse(Program& p, Resimplify* resimplify) : p_(p), resimplify_(resimplify) {}
   bool run() {
     std::vector<const Node*> written;
     scope(p_.root(), written);
@@ -141,6 +141,7 @@ class Cse {
       if (candidate(c)) {
         const size_t hash = hash_node(c);
         if (Node* found = values_.find(c, hash)) {
+          if (resimplify_) note(c);
           p_.replace_all_uses(c, found);  // operands and shapes (a dim's twin takes its place)
           p_.erase(c);
           changed_ = true;
@@ -164,7 +165,15 @@ class Cse {
     values_.close_scope();
   }
 
+  // c's users get its twin as operand, and its operands lose c's use.
+  void note(const Node* c) {
+    if (!c->dim_users.empty()) resimplify_->all = true;  // shapes change: same_as compares them
+    resimplify_->nodes.insert(resimplify_->nodes.end(), c->users.begin(), c->users.end());
+    resimplify_->lost.insert(resimplify_->lost.end(), c->operands.begin(), c->operands.end());
+  }
+
   Program& p_;
+  Resimplify* resimplify_;
   ValueTable values_;
   std::unordered_map<const Node*, std::vector<ValueTable::Entry>> loads_of_;  // memory -> its loads in values_
   bool changed_ = false;
@@ -172,6 +181,7 @@ class Cse {
 
 }  // namespace
 
-bool cse(Program& p) { return Cse(p).run(); }
+bool cse(Program& p) { return Cse(p, nullptr).run(); }
+bool cse(Program& p, Resimplify* resimplify) { return Cse(p, resimplify).run(); }
 
 }  // namespace ember

@@ -2,6 +2,8 @@
 
 #include <vector>
 
+#include "core/passes/pass_util.h"
+
 namespace ember {
 
 namespace {
@@ -24,9 +26,9 @@ bool root_effect(const Node* n) {
   }
 }
 
-}  // namespace
-
-bool dce(Program& p) {
+// One mark and sweep; `emptied`: buffers whose last loads it removed while they are still stored
+// to (their stores are dead now, which only another run finds).
+bool dce_once(Program& p, Resimplify* resimplify, std::vector<const Node*>& emptied) {
   // Liveness by node id (dense: a hash set of every node made dce the slowest cleanup pass).
   // One walk collects the nodes (with their ids, so the sweep below skips a live node without
   // reading it), marks the roots and notes the breaks and continues.
@@ -78,6 +80,16 @@ bool dce(Program& p) {
     propagate();
   }
   bool changed = false;
+  std::vector<const Node*> unloaded;  // buffers of the loads removed
+  auto note = [&](Node* x) {
+    if (resimplify) resimplify->lost.insert(resimplify->lost.end(), x->operands.begin(), x->operands.end());
+    if (x->op == Op::load && x->operand(0)->op == Op::buffer) unloaded.push_back(x->operand(0));
+  };
+  auto erase = [&](Node* n) {
+    if (n->first_child) walk_subtree(n, note);  // (n and what is inside it)
+    else note(n);
+    p.erase(n);
+  };
   for (size_t k = all.size(); k-- > 0;) {
     if (live_by_id[static_cast<size_t>(ids[k])]) continue;
     Node* n = all[k];
@@ -91,12 +103,26 @@ bool dce(Program& p) {
       for (Node* u : users) all_dead &= !is_live(u);
       if (!all_dead) continue;
       for (Node* u : users)
-        if (!u->dead) p.erase(u);
+        if (!u->dead) erase(u);
     }
-    p.erase(n);
+    erase(n);
     changed = true;
   }
+  for (const Node* b : unloaded)
+    if (!b->dead && !b->users.empty() && unread_buffer(b)) emptied.push_back(b);
   return changed;
+}
+
+}  // namespace
+
+bool dce(Program& p) { return dce(p, nullptr); }
+
+bool dce(Program& p, Resimplify* resimplify) {
+  bool changed = false;
+  for (std::vector<const Node*> emptied; ; emptied.clear()) {
+    changed |= dce_once(p, resimplify, emptied);
+    if (emptied.empty()) return changed;
+  }
 }
 
 }  // namespace ember

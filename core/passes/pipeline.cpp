@@ -132,10 +132,11 @@ std::vector<PassRecord> run_pipeline(Program& p, const PipelineOptions& opt) {
   const bool between = opt.verify || show_ir || show_time || opt.stages || opt.explain || opt.after_pass;
   double cpu_mark = thread_cpu_ms();
   double short_wall = 0;  // wall ms of the short passes since cpu_mark
-  auto run = [&](const PassInfo& pass) {
+  // Runs `fn` (a pass, or a cleanup pass with arguments) as the pass `name`.
+  auto run = [&](const char* name, auto&& fn) {
     auto t0 = std::chrono::steady_clock::now();
     const uint64_t v0 = node_visit_counter();
-    bool changed = pass.fn(p);
+    const bool changed = fn(p);
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     double cpu = ms;
     if (ms >= kShortMs || between) {
@@ -146,23 +147,23 @@ std::vector<PassRecord> run_pipeline(Program& p, const PipelineOptions& opt) {
     } else {
       short_wall += ms;
     }
-    records.push_back({pass.name, ms, cpu, changed, node_visit_counter() - v0});
-    if (std::strcmp(pass.name, "fuse_kernels") == 0) kernels_formed = true;
+    records.push_back({name, ms, cpu, changed, node_visit_counter() - v0});
+    if (std::strcmp(name, "fuse_kernels") == 0) kernels_formed = true;
     if (opt.verify) verify(p, VerifyOptions{kernels_formed});
     if (show_time) {
       size_t live = 0;
       p.for_each([&](Node*) { ++live; });
-      std::fprintf(stderr, "ember: %-20s %8.3f ms%s  nodes %zu live of %d made\n", pass.name, ms,
+      std::fprintf(stderr, "ember: %-20s %8.3f ms%s  nodes %zu live of %d made\n", name, ms,
                    changed ? "" : " (no change)", live, p.id_bound());
     }
-    if (changed && show_ir) std::fprintf(stderr, "ember: IR after %s:\n%s", pass.name, print_program(p).c_str());
+    if (changed && show_ir) std::fprintf(stderr, "ember: IR after %s:\n%s", name, print_program(p).c_str());
     if (opt.stages) {
-      const std::string key = std::string(pass.name) + "#" + std::to_string(++runs[pass.name]);
+      const std::string key = std::string(name) + "#" + std::to_string(++runs[name]);
       (*opt.stages)[key] = print_program(p);
       context[key] = step_before;
     }
-    if (opt.explain && std::strcmp(pass.name, "forward_copies") == 0) explain_host_loops(p, *opt.explain);
-    if (opt.after_pass) opt.after_pass(pass.name, p, changed, kernels_formed);
+    if (opt.explain && std::strcmp(name, "forward_copies") == 0) explain_host_loops(p, *opt.explain);
+    if (opt.after_pass) opt.after_pass(name, p, changed, kernels_formed);
     if (between) cpu_mark = thread_cpu_ms();  // (short_wall is 0 here)
     return changed;
   };
@@ -175,7 +176,7 @@ std::vector<PassRecord> run_pipeline(Program& p, const PipelineOptions& opt) {
   for (const Step& s : steps()) {
     if ((s.group_lowering && !opt.lower_groups) || (s.tiling && !opt.tile_threads)) continue;
     if (!s.cleanup) {
-      dirty |= run(s.pass);
+      dirty |= run(s.pass.name, s.pass.fn);
       step_before = s.pass.name;
       continue;
     }
@@ -185,18 +186,40 @@ std::vector<PassRecord> run_pipeline(Program& p, const PipelineOptions& opt) {
       continue;
     }
     dirty = false;
-    // simplify, cse, dce, simplify, ... in turn until kCleanupCount runs in a row change
-    // nothing: the program is then a fixed point of each (the runs a round-by-round loop would
-    // make, cut where none of them could change anything). cse reaches its own fixed point in one
-    // run (operands are numbered before their users), so a cse run that changed counts as one
-    // that did not: the cse run after it would find nothing (EMBER_VERIFY checks that it does not).
-    int unchanged = 0;
-    for (int k = 0; k < 16 * kCleanupCount && unchanged < kCleanupCount; ++k) {
-      const PassInfo& c = kCleanup[k % kCleanupCount];
-      if (!run(c)) ++unchanged;
-      else unchanged = c.fn == cse ? 1 : 0;
+    // simplify, cse, dce in turn, each skipped while the program is a fixed point of it, until it
+    // is one of all three (or the cap). What a change keeps of the others' fixed points:
+    //  - simplify: nothing (a rewrite can enable anything), so all three run again.
+    //  - cse reaches its own fixed point in one run, and merging a value into its twin leaves
+    //    nothing dead (the twin has the same operands): dce's fixed point stays.
+    //  - dce reaches its own fixed point in one run, and what it removes gives cse nothing to
+    //    merge (the stores it removes write buffers nobody loads): cse's fixed point stays.
+    //  - after cse or dce, simplify can only answer differently for the nodes they note
+    //    (Resimplify: operands replaced, operands left with one user), so while the program is
+    //    a fixed point of simplify, only those are simplified again, not every node.
+    // EMBER_VERIFY checks the result: each of the three changes nothing.
+    bool fixed[kCleanupCount] = {false, false, false};  // simplify, cse, dce
+    Resimplify recheck;  // while fixed[0]: the nodes simplify must look at again
+    auto done = [&] { return fixed[0] && fixed[1] && fixed[2] && recheck.empty(); };
+    for (int k = 0; k < 16 * kCleanupCount && !done(); ++k) {
+      const int i = k % kCleanupCount;
+      Resimplify* note = fixed[0] ? &recheck : nullptr;
+      if (i == 0) {
+        if (fixed[0] && recheck.empty()) continue;
+        const bool changed = fixed[0] && !recheck.all
+                                 ? run("simplify", [&](Program& q) { return simplify_nodes(q, recheck); })
+                                 : run("simplify", simplify);
+        recheck.clear();
+        fixed[0] = !changed;
+        if (changed) fixed[1] = fixed[2] = false;
+      } else if (i == 1) {
+        if (!fixed[1]) run("cse", [&](Program& q) { return cse(q, note); });
+        fixed[1] = true;
+      } else {
+        if (!fixed[2]) run("dce", [&](Program& q) { return dce(q, note); });
+        fixed[2] = true;
+      }
     }
-    if (unchanged < kCleanupCount) dirty = true;  // stopped at the cap, short of a fixed point
+    if (!done()) dirty = true;  // stopped at the cap, short of a fixed point
     else check_fixed_point("after the cleanup reached its fixed point");
   }
   if (show_time) {

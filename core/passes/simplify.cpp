@@ -173,6 +173,19 @@ Node* simplify_node(Builder& b, Node* n) {
   return fold_scaling(b, n);
 }
 
+// Replaces n by what simplify_node gives for it, if anything; whether it did.
+bool simplify_one(Program& p, Builder& b, Node* n) {
+  b.set_insert_before(n);
+  b.loc_of = n;
+  Node* r = simplify_node(b, n);
+  if (!r || r == n) return false;
+  // A var read here has the var's value at this point; the var node itself would read it
+  // wherever it is used (later sets would change the result).
+  if (has_flag(r->op, F_MUTABLE)) return false;
+  p.replace_all_uses(n, r);
+  p.erase(n);
+  return true;
+}
 }  // namespace
 
 bool simplify(Program& p) {
@@ -180,18 +193,20 @@ bool simplify(Program& p) {
   bool changed = false;
   // During the walk (no snapshot of the nodes first: one read of each node instead of two). A
   // rewrite makes its nodes before n and erases only n, so the walk sees what a snapshot would.
-  p.for_each([&](Node* n) {
-    b.set_insert_before(n);
-    b.loc_of = n;
-    Node* r = simplify_node(b, n);
-    if (!r || r == n) return;
-    // A var read here has the var's value at this point; the var node itself would read it
-    // wherever it is used (later sets would change the result).
-    if (has_flag(r->op, F_MUTABLE)) return;
-    p.replace_all_uses(n, r);
-    p.erase(n);
-    changed = true;
-  });
+  p.for_each([&](Node* n) { changed |= simplify_one(p, b, n); });
+  return changed;
+}
+
+bool simplify_nodes(Program& p, const Resimplify& r) {
+  Builder b(p);
+  bool changed = false;
+  auto one = [&](Node* n) {
+    ++node_visit_counter();
+    if (!n->dead) changed |= simplify_one(p, b, n);
+  };
+  for (Node* n : r.nodes) one(n);
+  for (Node* x : r.lost)
+    if (!x->dead && x->users.size() == 1) one(x->users[0]);
   return changed;
 }
 
