@@ -161,7 +161,7 @@ void CompiledProgram::init_backend(const std::string& backend) {
 }
 
 CompiledProgram::CompiledProgram(std::unique_ptr<Program> traced, const std::string& backend,
-                                 const std::string& traced_text) {
+                                 const std::string& traced_text, bool keep_trace) {
   init_backend(backend);
   const PipelineOptions& opt = options_;
   auto t0 = std::chrono::steady_clock::now();
@@ -177,7 +177,7 @@ CompiledProgram::CompiledProgram(std::unique_ptr<Program> traced, const std::str
     stats_.program_cache_hit = true;
     traced_ = std::move(traced);  // never lowered: ir(stage) lowers a copy of it
   } else {
-    traced_ = clone_program(*traced);
+    if (keep_trace) traced_ = clone_program(*traced);
     prog_ = std::move(traced);
     stats_.passes = run_pipeline(*prog_, opt);
     if (opt.verify) {  // every lowered program the tests verify must survive the program cache's format
@@ -301,7 +301,8 @@ std::string CompiledProgram::ir(const std::string& stage) const {
   if (stage == "final") return print_program(*prog_);
   if (!traced_)
     throw Error("ir('" + stage + "'): " + prog_->name +
-                " was loaded from the program cache without its traced program; only the final stage is kept");
+                " has no traced program (loaded from the program cache, or compiled without keep_trace); only the "
+                "final stage is kept");
   if (stages_.empty()) {
     std::unique_ptr<Program> copy = clone_program(*traced_);
     PipelineOptions opt = options_;
@@ -323,7 +324,8 @@ std::string CompiledProgram::explain() const {
   if (!explanation_.empty()) return explanation_;
   if (!traced_)
     throw Error("explain(): " + prog_->name +
-                " was loaded from the program cache without its traced program; compile it again to explain it");
+                " has no traced program (loaded from the program cache, or compiled without keep_trace); compile "
+                "it again with keep_trace to explain it");
   std::unique_ptr<Program> copy = clone_program(*traced_);
   ExplainLog log;
   PipelineOptions opt = options_;

@@ -64,8 +64,11 @@ class PlanExecutor;
 class CompiledProgram {
  public:
   // `traced_text`: print_program(*traced) when the caller has it already (the Python front end
-  // prints it when tracing); printed here when empty.
-  CompiledProgram(std::unique_ptr<Program> traced, const std::string& backend, const std::string& traced_text = {});
+  // prints it when tracing); printed here when empty. `keep_trace`: keep a copy of the traced
+  // program for ir(stage) and explain(); without it they need a new compile (the Python front end
+  // traces again when first asked), and compiling skips a copy of the whole program (issue 17).
+  CompiledProgram(std::unique_ptr<Program> traced, const std::string& backend, const std::string& traced_text = {},
+                  bool keep_trace = true);
   // The program whose traced digest (stats().traced_digest of an earlier compile) is `digest`,
   // loaded from the program cache and compiled without tracing; null when the program cache is
   // off or has no good entry. Its ir() keeps only the "final" stage.
@@ -90,6 +93,8 @@ class CompiledProgram {
   const ProgramStats& stats() const { return stats_; }
   const Program& program() const { return *prog_; }
   const std::string& backend_name() const { return backend_name_; }
+  // Whether ir(stage) and explain() can run: the traced program was kept (see the constructor).
+  bool has_trace() const { return traced_ != nullptr; }
 
  private:
   CompiledProgram() = default;

@@ -199,6 +199,8 @@ class Program:
         self._trace_key = None  # the trace cache key, once computed ("" when uncacheable)
         self._trace_ms = 0.0  # the last trace's time
         self._trace_hits = set()  # backends whose program came from the trace cache
+        # Compile keeping a copy of the traced program (ir stages, explain): set once one is asked for.
+        self._keep_trace = False
         self._sig = None
         self._params = None
         self._tracer = None
@@ -260,6 +262,12 @@ class Program:
             else:
                 outs, kind = [result], "one"
             trc = T.tracer()
+            # The outputs' source line is the function's definition, not the line that started the
+            # trace (a call, or ir() tracing again): the traced program, and with it the program
+            # cache key, do not depend on where it was traced from.
+            code = getattr(self.fn, "__code__", None)
+            if code is not None:
+                trc.set_loc(code.co_filename, code.co_firstlineno)
             for i, o in enumerate(outs):
                 if not isinstance(o, Value) and not T.is_scalar(o):
                     raise T.error(_C.TypeError, f"{self.name} returns a {type(o).__name__} (return value {i}); "
@@ -334,7 +342,7 @@ class Program:
         try:
             # The traced text is the program cache's key (printed from this tracer's program by
             # _trace), passed so that it is not printed twice.
-            cp = self._compiled[be] = _C.CompiledProgram(tr, be, self._traced_text, schedule)
+            cp = self._compiled[be] = _C.CompiledProgram(tr, be, self._traced_text, schedule, self._keep_trace)
         except BaseException:
             self._traced_text = None  # the tracer gave its program away: trace again next time
             raise
@@ -606,7 +614,8 @@ class Program:
         (for example "fuse_kernels") or "final" (what the backend compiles). A pass the pipeline runs
         several times (the cleanup simplify, cse, dce) shows its last run under its name and run k as
         "simplify#k"; the text's first line names the run. See the README's "Reading generated code
-        and the IR".
+        and the IR". The first request for a stage other than "traced" and "final" traces the
+        function again and compiles it keeping its traced program (compiling does not copy it).
 
         >>> @em.compile
         ... def f(x: em.f32["N"]):
@@ -617,9 +626,8 @@ class Program:
         if stage == "traced":
             self._trace()
             return self._traced_text
-        if stage != "final" and backend() in self._trace_hits:
-            del self._compiled[backend()]  # loaded without its traced program: trace, then lower a copy
-            self._trace_hits.discard(backend())
+        if stage != "final":
+            self._need_trace()
         return self._compile().ir(stage)
 
     def explain(self):
@@ -631,7 +639,8 @@ class Program:
         line), or the shape, workgroup or cost-model reason; for every host loop with kernels, the
         dependence between its iterations that keeps it sequential. Kernels are numbered as in
         ir(). A program fused into one kernel says so. Runs the pipeline again on a copy of the
-        traced program when first asked for (compiling records nothing); prints nothing.
+        traced program when first asked for (compiling records nothing; like ir(stage), the first
+        request traces the function again to keep that program); prints nothing.
 
         >>> @em.compile
         ... def f(x: em.f32["N"]):
@@ -639,10 +648,20 @@ class Program:
         >>> f.explain()
         'all fused: 1 kernel, no adjacent kernels left apart and no host loop left sequential'
         """
-        if backend() in self._trace_hits:
-            del self._compiled[backend()]  # loaded without its traced program: trace, then lower a copy
-            self._trace_hits.discard(backend())
+        self._need_trace()
         return self._compile().explain()
+
+    def _need_trace(self):
+        """From now on compile keeping the traced program (ir stages and explain lower a copy of it).
+        The current backend's program compiled without it (from the trace cache, or by a compile
+        that did not keep it: a copy of the whole program, made only when asked) is traced and
+        compiled again."""
+        self._keep_trace = True
+        be = backend()
+        cp = self._compiled.get(be)
+        if cp is not None and not cp.has_trace:
+            del self._compiled[be]
+            self._trace_hits.discard(be)
 
     def source(self, lang=None):
         """source(lang=None) -> str

@@ -175,16 +175,17 @@ py::dict stats_dict(const ProgramStats& s) {
 void bind_program(py::module_& m) {
   py::class_<CompiledProgram>(m, "CompiledProgram", "A traced program compiled for one backend.")
       .def(py::init([](Tracer& tracer, const std::string& backend, const std::string& traced_text,
-                       const std::string& schedule) {
+                       const std::string& schedule, bool keep_trace) {
         std::unique_ptr<Program> p = tracer.release();
         p->schedule = schedule;
         py::gil_scoped_release nogil;
-        return std::make_unique<CompiledProgram>(std::move(p), backend, traced_text);
+        return std::make_unique<CompiledProgram>(std::move(p), backend, traced_text, keep_trace);
       }), py::arg("tracer"), py::arg("backend"), py::arg("traced_text") = std::string(),
-         py::arg("schedule") = std::string(),
+         py::arg("schedule") = std::string(), py::arg("keep_trace") = true,
          "Takes the tracer's program through the pipeline (or loads it from the program cache) and compiles it; "
          "`traced_text`: tracer.print(), when the caller has it; `schedule`: em.Program.schedule's requests, one a "
-         "line (core/passes/apply_schedule.h).")
+         "line (core/passes/apply_schedule.h); `keep_trace`: keep a copy of the traced program for ir(stage) and "
+         "explain() (has_trace).")
       .def_static("from_program_cache", [](const std::string& digest, const std::string& backend) {
         py::gil_scoped_release nogil;
         return CompiledProgram::from_program_cache(digest, backend);
@@ -220,6 +221,8 @@ void bind_program(py::module_& m) {
       .def("source", &CompiledProgram::source, py::arg("lang"))
       .def_property_readonly("stats", [](const CompiledProgram& cp) { return stats_dict(cp.stats()); })
       .def_property_readonly("backend_name", &CompiledProgram::backend_name)
+      .def_property_readonly("has_trace", &CompiledProgram::has_trace,
+                             "Whether ir(stage) and explain() can run (the traced program was kept).")
       .def_property_readonly("written_args", [](const CompiledProgram& cp) {
         std::vector<int> w = written_inputs(cp.program());
         std::sort(w.begin(), w.end());

@@ -345,6 +345,33 @@ def test_introspection(rng, monkeypatch):
     np.testing.assert_allclose(f(X, X).numpy(), np.sqrt(2 * X * X), rtol=1e-6)
 
 
+def test_compiling_keeps_no_copy_of_the_trace_until_a_stage_is_asked_for(rng, monkeypatch):
+    # Compiling lowers the traced program itself (a copy of it is a pass over the whole program,
+    # issue 17); ir(stage) and explain() trace the function again, once, and compile it keeping
+    # one. The traced program does not depend on where it was traced from (the call or ir()), so
+    # its digest and the program cache key stay the same.
+    monkeypatch.setenv("EMBER_PROGRAM_CACHE", "0")
+
+    @em.compile
+    def f(X: em.f32["N"]):
+        return em.exp(X) * 2.0, X + 1.0
+
+    X = rand(rng, 8)
+    f(X)
+    be = em.backend()
+    assert not f._compiled[be].has_trace
+    digest = f.stats["traced_digest"]
+    assert "kernel" in f.ir() and not f._compiled[be].has_trace  # "final" needs no trace
+    assert "exp" in f.ir("traced") and not f._compiled[be].has_trace
+    assert "kernel" in f.ir("fuse_kernels")
+    cp = f._compiled[be]
+    assert cp.has_trace and f.stats["traced_digest"] == digest
+    assert f.explain().startswith("all fused") and f._compiled[be] is cp  # traced once
+    a, b = f(X)
+    np.testing.assert_allclose(a.numpy(), np.exp(X) * 2.0, rtol=1e-6)
+    np.testing.assert_allclose(b.numpy(), X + 1.0, rtol=1e-6)
+
+
 def test_numpy_arguments_are_not_copied(rng, backend):
     from ember._tensor import from_numpy_arg
     a = rand(rng, 6, 2)
