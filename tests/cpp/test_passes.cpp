@@ -21,6 +21,40 @@ using namespace ember::testing;
 
 class PassTest : public ::testing::TestWithParam<TestProgram> {};
 
+namespace {
+// The interpreter's results of a program on random inputs, taken before a pass: check() then
+// verifies the program and compares its results with them.
+struct Reference {
+  std::vector<ArgValue> args;
+  std::vector<HostTensor> want;
+  Reference(const Program& p, unsigned seed) {
+    verify(p);
+    std::mt19937 rng(seed);
+    args = random_args(p, rng);
+    want = interpret(p, copy_args(args));
+  }
+  void check(const Program& p) const {
+    verify(p);
+    EXPECT_EQ(compare(want, interpret(p, copy_args(args))), "");
+  }
+};
+
+// A host-level program being built, with one f32 argument x.
+struct ScalarProgram {
+  Program p;
+  Builder b{p};
+  Node* x = nullptr;
+  ScalarProgram() {
+    b.set_insert_end(p.root());
+    x = b.scalar_arg(DType::f32, 0, "x");
+  }
+  void output(Node* v) {
+    b.output(v, 0);
+    p.num_outputs = 1;
+  }
+};
+}  // namespace
+
 TEST_P(PassTest, InterpreterAgreesBeforeAndAfterEachPass) {
   const TestProgram& tp = GetParam();
   std::unique_ptr<Program> p = tp.build();
@@ -221,13 +255,9 @@ TEST(Cse, OneTableServesNestedAndSiblingScopes) {
   for (Node* v : again) sum = make(Op::add, sum, v);
   b.output(sum, 0);
   p.num_outputs = 1;
-  verify(p);
-  std::mt19937 rng(7);
-  std::vector<ArgValue> args = random_args(p, rng);
-  std::vector<HostTensor> want = interpret(p, copy_args(args));
+  const Reference ref(p, 7);
   ASSERT_TRUE(cse(p));
-  verify(p);
-  EXPECT_EQ(compare(want, interpret(p, copy_args(args))), "");
+  ref.check(p);
   int muls = 0, subs = 0, adds_of_x = 0;
   p.for_each([&](Node* n) {
     muls += n->op == Op::mul;
@@ -243,22 +273,15 @@ TEST(Cse, OneTableServesNestedAndSiblingScopes) {
 // dce reaches its own fixed point in one run: removing the last load of a buffer makes the
 // buffer's stores dead, and the same run removes them (the cleanup then skips a second dce).
 TEST(Dce, OneRunReachesItsFixedPoint) {
-  Program p;
-  Builder b(p);
-  b.set_insert_end(p.root());
-  Node* x = b.scalar_arg(DType::f32, 0, "x");
+  ScalarProgram s;
+  auto& [p, b, x] = s;
   Node* buf = b.buffer(DType::f32, Shape{}, false);
   b.store(buf, b.unary(Op::sin, x), {}, Shape{});
   b.binary(Op::add, b.load(buf, {}, Shape{}), x);  // the only load, its value unused
-  b.output(b.binary(Op::mul, x, x), 0);
-  p.num_outputs = 1;
-  verify(p);
-  std::mt19937 rng(11);
-  std::vector<ArgValue> args = random_args(p, rng);
-  std::vector<HostTensor> want = interpret(p, copy_args(args));
+  s.output(b.binary(Op::mul, x, x));
+  const Reference ref(p, 11);
   ASSERT_TRUE(dce(p));
-  verify(p);
-  EXPECT_EQ(compare(want, interpret(p, copy_args(args))), "");
+  ref.check(p);
   int left = 0;
   p.for_each([&](Node* n) { left += n->op == Op::store || n->op == Op::buffer || n->op == Op::sin; });
   EXPECT_EQ(left, 0) << "the unread buffer and its store stay\n" << print_program(p);
@@ -268,26 +291,19 @@ TEST(Dce, OneRunReachesItsFixedPoint) {
 // After cse merges twins, simplify_nodes looks again at what it noted: the select whose two
 // arms became one value folds, as a full simplify would fold it.
 TEST(Cleanup, ResimplifyAfterCseFoldsWhatTheMergeEnabled) {
-  Program p;
-  Builder b(p);
-  b.set_insert_end(p.root());
-  Node* x = b.scalar_arg(DType::f32, 0, "x");
+  ScalarProgram s;
+  auto& [p, b, x] = s;
   Node* c = b.binary(Op::lt, x, b.f32(0.25f));
   Node* a1 = b.raw(Op::sin, DType::f32, Shape{}, {x});
   Node* a2 = b.raw(Op::sin, DType::f32, Shape{}, {x});  // a1's twin (raw: not numbered)
-  b.output(b.raw(Op::select, DType::f32, Shape{}, {c, a1, a2}), 0);
-  p.num_outputs = 1;
-  verify(p);
-  std::mt19937 rng(12);
-  std::vector<ArgValue> args = random_args(p, rng);
-  std::vector<HostTensor> want = interpret(p, copy_args(args));
+  s.output(b.raw(Op::select, DType::f32, Shape{}, {c, a1, a2}));
+  const Reference ref(p, 12);
   ASSERT_FALSE(simplify(p)) << "the arms are two nodes: nothing to fold yet";
   Resimplify r;
   ASSERT_TRUE(cse(p, &r));
   EXPECT_FALSE(r.all);
   EXPECT_TRUE(simplify_nodes(p, r)) << "the select of one value twice was not folded";
-  verify(p);
-  EXPECT_EQ(compare(want, interpret(p, copy_args(args))), "");
+  ref.check(p);
   int selects = 0;
   p.for_each([&](Node* n) { selects += n->op == Op::select; });
   EXPECT_EQ(selects, 0) << print_program(p);
@@ -298,25 +314,18 @@ TEST(Cleanup, ResimplifyAfterCseFoldsWhatTheMergeEnabled) {
 // After dce removes a value's other user, simplify_nodes looks again at the one left: the
 // single-use fold -(x * 2) -> x * -2 that the second user blocked now applies.
 TEST(Cleanup, ResimplifyAfterDceFoldsWhatASingleUseEnables) {
-  Program p;
-  Builder b(p);
-  b.set_insert_end(p.root());
-  Node* x = b.scalar_arg(DType::f32, 0, "x");
+  ScalarProgram s;
+  auto& [p, b, x] = s;
   Node* m = b.raw(Op::mul, DType::f32, Shape{}, {x, b.f32(2.0f)});
   Node* n = b.raw(Op::neg, DType::f32, Shape{}, {m});
   b.raw(Op::add, DType::f32, Shape{}, {m, x});  // unused: dead
-  b.output(n, 0);
-  p.num_outputs = 1;
-  verify(p);
-  std::mt19937 rng(13);
-  std::vector<ArgValue> args = random_args(p, rng);
-  std::vector<HostTensor> want = interpret(p, copy_args(args));
+  s.output(n);
+  const Reference ref(p, 13);
   ASSERT_FALSE(simplify(p)) << "m has two users: the fold must wait";
   Resimplify r;
   ASSERT_TRUE(dce(p, &r));
   EXPECT_TRUE(simplify_nodes(p, r)) << "-(x * 2) with one use of x * 2 was not folded";
-  verify(p);
-  EXPECT_EQ(compare(want, interpret(p, copy_args(args))), "");
+  ref.check(p);
   int negs = 0;
   p.for_each([&](Node* q) { negs += q->op == Op::neg; });
   EXPECT_EQ(negs, 0) << print_program(p);
