@@ -501,6 +501,7 @@ bool fuse_loads(Program& p) {
     return (a.repeated && !counts.repeated(buf)) || (a.stays && counts.total(buf) <= 1);
   };
   DependenceAnalysis dep;
+  BufferUses counts;  // kept up to date by every fusion, so valid across sweeps
   for (int sweep = 0; sweep < 64; ++sweep) {
     std::vector<Node*> work;  // a stack: the next load is at the back
     Positions pos = program_positions(p, [&](Node* n) {
@@ -508,7 +509,6 @@ bool fuse_loads(Program& p) {
     });
     std::reverse(work.begin(), work.end());
     bool any = false;
-    BufferUses counts;
     std::vector<Node*> fresh;
     while (!work.empty()) {
       Node* l = work.back();

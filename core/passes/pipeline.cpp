@@ -202,21 +202,19 @@ std::vector<PassRecord> run_pipeline(Program& p, const PipelineOptions& opt) {
     auto done = [&] { return fixed[0] && fixed[1] && fixed[2] && recheck.empty(); };
     for (int k = 0; k < 16 * kCleanupCount && !done(); ++k) {
       const int i = k % kCleanupCount;
-      Resimplify* note = fixed[0] ? &recheck : nullptr;
+      const char* name = kCleanup[i].name;
       if (i == 0) {
         if (fixed[0] && recheck.empty()) continue;
         const bool changed = fixed[0] && !recheck.all
-                                 ? run("simplify", [&](Program& q) { return simplify_nodes(q, recheck); })
-                                 : run("simplify", simplify);
+                                 ? run(name, [&](Program& q) { return simplify_nodes(q, recheck); })
+                                 : run(name, simplify);
         recheck.clear();
         fixed[0] = !changed;
         if (changed) fixed[1] = fixed[2] = false;
-      } else if (i == 1) {
-        if (!fixed[1]) run("cse", [&](Program& q) { return cse(q, note); });
-        fixed[1] = true;
-      } else {
-        if (!fixed[2]) run("dce", [&](Program& q) { return dce(q, note); });
-        fixed[2] = true;
+      } else if (!fixed[i]) {  // cse or dce: noting for simplify while it is at its fixed point
+        Resimplify* note = fixed[0] ? &recheck : nullptr;
+        run(name, [&](Program& q) { return i == 1 ? cse(q, note) : dce(q, note); });
+        fixed[i] = true;
       }
     }
     if (!done()) dirty = true;  // stopped at the cap, short of a fixed point
