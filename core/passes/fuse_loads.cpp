@@ -1,6 +1,7 @@
 #include "core/passes/fuse_loads.h"
 
 #include <algorithm>
+#include <span>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -27,17 +28,18 @@ constexpr int64_t kUnrolledDim = 4;
 // the producer still does after the fusion (it stores other values computed from it).
 constexpr int64_t kMaxDuplicatedLoopCost = 64;
 
+// Small lists of dims, kept on the stack: recompute_factor runs for every candidate load.
+using DimVec = SmallVec<Node*, 8>;
+
 // The non-trivial dims of a shape: dims of constant size 1, and a trailing dim the unroller
 // keeps in registers, do not count.
-std::vector<Node*> work_dims(const std::vector<Node*>& shape) {
-  std::vector<Node*> out;
+void work_dims(std::span<Node* const> shape, DimVec& out) {
   for (size_t a = 0; a < shape.size(); ++a) {
     int64_t c = const_dim(shape[a]);
     if (c == 1) continue;
     if (a + 1 == shape.size() && shape.size() >= 2 && c >= 2 && c <= kUnrolledDim) continue;
     out.push_back(shape[a]);
   }
-  return out;
 }
 
 // A consumer may evaluate a non-trivial producer up to this many times per produced element on
@@ -46,7 +48,7 @@ std::vector<Node*> work_dims(const std::vector<Node*>& shape) {
 constexpr int64_t kMaxRepeat = 4;
 
 // A dim as its factors: a product of dims (a reshape's [N * 3]) matches the dims [N, 3].
-void dim_factors(Node* d, std::vector<Node*>& out) {
+void dim_factors(Node* d, DimVec& out) {
   if (d->op == Op::mul && d->shape.empty() && d->dtype == DType::i32) {
     dim_factors(d->operand(0), out);
     dim_factors(d->operand(1), out);
@@ -72,10 +74,11 @@ bool short_constant_loop(const Node* loop) {
 // reshapes, transposes, concats and repeats between them are fine).
 // Returns that factor (1 when each element is evaluated once), or 0 when the work may grow with a
 // dimension or exceeds kMaxRepeat.
-int64_t recompute_factor(const Node* load, const std::vector<Node*>& produced) {
-  std::vector<Node*> have;
+int64_t recompute_factor(const Node* load, std::span<Node* const> produced) {
+  DimVec have;
   for (Node* d : produced) dim_factors(d, have);
-  std::vector<Node*> runs = work_dims(load->enclosing_kernel()->shape);
+  DimVec runs;
+  work_dims(load->enclosing_kernel()->shape, runs);
   for (const Node* s = load->parent; s && s->op != Op::kernel; s = s->parent) {
     if (s->op != Op::loop) continue;
     if (short_constant_loop(s)) continue;
@@ -85,13 +88,14 @@ int64_t recompute_factor(const Node* load, const std::vector<Node*>& produced) {
     if (!unit) return 0;  // unknown extent: assume it repeats work
     runs.push_back(s->operand(1));
   }
-  std::vector<Node*> run_factors;
+  DimVec run_factors;
   for (Node* d : runs) dim_factors(d, run_factors);
   int64_t run_const = 1, have_const = 1;
   for (Node* d : run_factors) {
     // A sum of equal dims (a concat of k parts of size N along an axis): N, k times over.
-    std::vector<Node*> terms;
-    std::vector<Node*> pending{d};
+    DimVec terms;
+    DimVec pending;
+    pending.push_back(d);
     while (!pending.empty()) {
       Node* t = pending.back();
       pending.pop_back();
@@ -132,23 +136,51 @@ bool fills_whole_buffer(const Node* buf, const Node* st) {
   return true;
 }
 
+// Marks by node id for one cone at a time. A cone is a few dozen nodes, built for every candidate
+// load: hash sets cost an allocation per node, this table the pass keeps costs none.
+class ConeMarks {
+ public:
+  void clear() { ++gen_; }  // forgets every mark
+  bool has(const Node* n) const {
+    const size_t i = static_cast<size_t>(n->id);
+    return i < v_.size() && v_[i] == gen_;
+  }
+  // Marks n; false if it was marked already.
+  bool mark(const Node* n) {
+    const size_t i = static_cast<size_t>(n->id);
+    if (i >= v_.size()) v_.resize(i * 3 / 2 + 64, 0);
+    if (v_[i] == gen_) return false;
+    v_[i] = gen_;
+    return true;
+  }
+
+ private:
+  std::vector<uint32_t> v_;
+  uint32_t gen_ = 1;
+};
+
 class Cone {
  public:
-  // `copies`: nodes earlier fusions of this pass made (by id; see fuse_loads).
-  Cone(Node* k, int64_t limit, const std::vector<char>& copies) : k_(k), limit_(limit), copies_(copies) {}
+  // `copies`: nodes earlier fusions of this pass made (by id; see fuse_loads). `marks` is
+  // cleared and then records what the cone holds (keep and indices).
+  Cone(Node* k, int64_t limit, const std::vector<char>& copies, ConeMarks& marks)
+      : k_(k), limit_(limit), copies_(copies), marks_(marks) {
+    marks_.clear();
+  }
 
   // Adds v and everything in the kernel it depends on. False if some part cannot be recomputed
   // or the cone costs more than the limit (it is then never recomputed, so the walk stops
   // there: a consumer of a large kernel costs O(limit), not O(kernel)).
   bool add(Node* v) {
     ++node_visit_counter();
-    if (!v->inside(k_) || keep.count(v)) return true;
+    if (!v->inside(k_) || marks_.has(v)) return true;
+    if (v->op == Op::store || v->op == Op::atomic) return false;
+    marks_.mark(v);
     if (v->op == Op::index) {
-      indices.insert(v);
+      indices.push_back(v);
       return true;
     }
-    if (v->op == Op::store || v->op == Op::atomic) return false;
-    keep.insert(v);
+    keep.push_back(v);
     const int64_t c = node_cost(v);
     cost_ += c;
     if (cost_ > limit_) return false;
@@ -172,13 +204,17 @@ class Cone {
       });
       if (!ok) return false;
     }
-    if (v->op == Op::load) reads.insert(v->operand(0));
+    if (v->op == Op::load && std::find(reads.begin(), reads.end(), v->operand(0)) == reads.end())
+      reads.push_back(v->operand(0));
     return true;
   }
 
-  std::unordered_set<Node*> keep;
-  std::unordered_set<const Node*> reads;
-  std::unordered_set<Node*> indices;  // k1's index nodes the cone uses
+  // Whether n is one of the nodes the cone copies (keep).
+  bool kept(const Node* n) const { return n->op != Op::index && marks_.has(n); }
+
+  std::vector<Node*> keep;          // what the copy recomputes, each once
+  std::vector<const Node*> reads;   // the memories its loads read, each once
+  std::vector<Node*> indices;       // k1's index nodes the cone uses, each once
   std::vector<std::pair<Node*, int64_t>> copied;  // nodes of the cone earlier fusions made, with their cost
   std::vector<std::pair<Node*, int64_t>> looped;  // nodes of the cone inside a long loop of k1, with their cost
 
@@ -211,6 +247,7 @@ class Cone {
   Node* k_;
   int64_t limit_;
   const std::vector<char>& copies_;
+  ConeMarks& marks_;
   int64_t cost_ = 0;
 };
 
@@ -234,7 +271,7 @@ int64_t duplicated_cost(const Cone& cone, const std::vector<std::pair<Node*, int
   for (Node* n : cone.keep)
     for (Node* u : n->users) {
       ++node_visit_counter();
-      if (u != st && !cone.keep.count(u)) {
+      if (u != st && !cone.kept(u)) {
         if (shared.insert(n).second) work.push_back(n);
         break;
       }
@@ -243,7 +280,7 @@ int64_t duplicated_cost(const Cone& cone, const std::vector<std::pair<Node*, int
     const Node* n = work.back();
     work.pop_back();
     auto need = [&](const Node* o) {
-      if (cone.keep.count(const_cast<Node*>(o)) && shared.insert(o).second) work.push_back(o);
+      if (cone.kept(o) && shared.insert(o).second) work.push_back(o);
     };
     // What computes n: its operands, the scopes around it, and a var's assignments (a shared
     // accumulator keeps its whole loop, unless that loop is short and constant: then recomputing
@@ -272,7 +309,7 @@ void for_each_writer(const Node* m, F&& f) {
 
 // Whether any memory in `reads` may be written after kernel k1 starts and before `load` runs
 // (including later iterations of loops around the load that do not contain k1).
-bool written_between(Node* k1, Node* load, const std::unordered_set<const Node*>& reads, const Positions& pos) {
+bool written_between(Node* k1, Node* load, const std::vector<const Node*>& reads, const Positions& pos) {
   if (reads.empty()) return false;
   int from = pos.at(k1), to = pos.at(load);
   std::vector<const Node*> loops;
@@ -382,7 +419,7 @@ class BufferUses {
 // Fuses `load` if legal and cheap; the loads of the recomputation are appended to `new_loads`.
 // `k1` receives the producer kernel once it is known (null: the load has none to fuse from).
 bool fuse_one(Program& p, DependenceAnalysis& dep, Node* load, Positions& pos, BufferUses& counts,
-              std::vector<char>& copies, std::vector<Node*>& new_loads, Node*& k1_out) {
+              std::vector<char>& copies, ConeMarks& marks, std::vector<Node*>& new_loads, Node*& k1_out) {
   Node* buf = load->operand(0);
   Node* st = counts.identity_store(buf);
   if (!st) return false;
@@ -407,14 +444,14 @@ bool fuse_one(Program& p, DependenceAnalysis& dep, Node* load, Positions& pos, B
   for (Node* s = k2->parent; s && !cheap_only; s = s->parent)
     if (s->op == Op::loop && !k1->inside(s)) cheap_only = true;
   const int64_t limit = cheap_only ? kCheapRecomputeCost : std::max(kCheapRecomputeCost, kMaxRecomputeCost / factor);
-  Cone cone(k1, limit, copies);
+  Cone cone(k1, limit, copies, marks);
   if (!cone.add(v)) return false;
   const bool store_stays = counts.total(buf) > 1;
   if (duplicated_cost(cone, cone.copied, st, store_stays) > kCheapRecomputeCost) return false;
   // A loop (a matmul's or a reduction's) that k1 runs anyway is not run again per consumer: the
   // consumer loads its result (a ReLU's mask beside the activation it also stores).
   if (duplicated_cost(cone, cone.looped, st, store_stays) > kMaxDuplicatedLoopCost) return false;
-  if (cone.reads.count(buf) || written_between(k1, load, cone.reads, pos)) return false;
+  if (std::find(cone.reads.begin(), cone.reads.end(), buf) != cone.reads.end() || written_between(k1, load, cone.reads, pos)) return false;
   // Other threads of the consumer may write what the recomputation reads before it runs, unless
   // every such access is the thread's own element (an optimizer's update reading the parameter
   // it writes in place): then only the consumer's own thread writes it, after the load (a write
@@ -441,7 +478,7 @@ bool fuse_one(Program& p, DependenceAnalysis& dep, Node* load, Positions& pos, B
   b.set_insert_before(load);
   for (Node* x : cone.indices) map[x] = coords[static_cast<size_t>(x->axis)];
   if (v->op == Op::index) map[v] = coords[static_cast<size_t>(v->axis)];
-  clone_nodes(b, k1, cone.keep, map, load->shape);
+  clone_nodes(b, k1, cone.keep, [&](const Node* n) { return cone.kept(n); }, map, load->shape);
   Node* value = map.count(v) ? map[v] : v;
   // The copies sit where the load was: they take its position (stores are never copied, so the
   // positions the legality checks compare stay exact).
@@ -490,6 +527,7 @@ bool fuse_loads(Program& p) {
   };
   bool changed = false;
   std::vector<char> copies;                              // by node id: made by a fusion of this pass
+  ConeMarks marks;                                       // the cone being built
   std::vector<Attempt> attempts(static_cast<size_t>(p.id_bound()));  // by load id
   std::unordered_map<int, uint32_t> fused_into;          // kernel id -> the epoch of its last fusion
   uint32_t epoch = 1;
@@ -520,7 +558,7 @@ bool fuse_loads(Program& p) {
       fresh.clear();
       Node* k1 = nullptr;
       Node* k2 = l->enclosing_kernel();
-      if (!fuse_one(p, dep, l, pos, counts, copies, fresh, k1)) {
+      if (!fuse_one(p, dep, l, pos, counts, copies, marks, fresh, k1)) {
         const Node* buf = l->operand(0);
         a = Attempt{epoch, k1 ? k1->id : -1, k1 && counts.repeated(buf), k1 && counts.total(buf) > 1};
         continue;

@@ -1,5 +1,7 @@
 #include "core/passes/pass_util.h"
 
+#include <algorithm>
+
 #include "core/analysis/explain.h"
 #include "core/ir/shape.h"
 
@@ -73,34 +75,59 @@ bool is_device_scope(const Node* n) {
   return n->is_scope() && !n->shape.empty();
 }
 
-static void clone_rec(Builder& b, Node* scope, const std::unordered_set<Node*>& keep,
-                      std::unordered_map<Node*, Node*>& map, const std::vector<Node*>& shape) {
+// Copies c to b's insertion point, its operands substituted through `map` (which receives c).
+static Node* clone_one(Builder& b, Node* c, std::unordered_map<Node*, Node*>& map, const std::vector<Node*>& shape) {
   Program& p = b.program();
+  std::vector<Node*> ops;
+  ops.reserve(c->operands.size());
+  for (Node* o : c->operands) {
+    auto it = map.find(o);
+    ops.push_back(it != map.end() ? it->second : o);
+  }
+  Node* n = p.create(c->op, c->dtype, c->shape.empty() ? std::vector<Node*>{} : shape, std::move(ops));
+  copy_attrs(*n, *c);
+  if (b.before()) p.insert_before(b.before(), n); else p.append(b.scope(), n);
+  map[c] = n;
+  return n;
+}
+
+static void clone_rec(Builder& b, Node* scope, const std::function<bool(const Node*)>& kept,
+                      std::unordered_map<Node*, Node*>& map, const std::vector<Node*>& shape) {
   for (Node* c = scope->first_child; c; c = c->next) {
     ++node_visit_counter();
-    if (!keep.count(c)) continue;
-    std::vector<Node*> ops;
-    for (Node* o : c->operands) {
-      auto it = map.find(o);
-      ops.push_back(it != map.end() ? it->second : o);
-    }
-    Node* n = p.create(c->op, c->dtype, c->shape.empty() ? std::vector<Node*>{} : shape, ops);
-    copy_attrs(*n, *c);
-    if (b.before()) p.insert_before(b.before(), n); else p.append(b.scope(), n);
-    map[c] = n;
+    if (!kept(c)) continue;
+    Node* n = clone_one(b, c, map, shape);
     if (c->is_scope()) {
       Node* saved_scope = b.scope();
       Node* saved_before = b.before();
       b.set_insert_end(n);
-      clone_rec(b, c, keep, map, shape);
+      clone_rec(b, c, kept, map, shape);
       if (saved_before) b.set_insert_before(saved_before); else b.set_insert_end(saved_scope);
     }
   }
 }
 
+void clone_nodes(Builder& b, Node* src_scope, std::span<Node* const> keep, const std::function<bool(const Node*)>& kept,
+                 std::unordered_map<Node*, Node*>& map, const std::vector<Node*>& shape) {
+  // The usual set: values right inside src_scope, no scope among them (a fused load's cone in an
+  // elementwise kernel). Their order labels give program order, so they are copied without a
+  // walk over all of src_scope (a fusion per load of a large kernel would read it every time).
+  std::vector<Node*> direct(keep.begin(), keep.end());
+  for (Node* n : direct) {
+    ++node_visit_counter();
+    if (n->parent != src_scope || n->is_scope()) {
+      clone_rec(b, src_scope, kept, map, shape);
+      return;
+    }
+  }
+  std::sort(direct.begin(), direct.end(), [](const Node* x, const Node* y) { return x->order < y->order; });
+  for (Node* c : direct) clone_one(b, c, map, shape);
+}
+
 void clone_nodes(Builder& b, Node* src_scope, const std::unordered_set<Node*>& keep,
                  std::unordered_map<Node*, Node*>& map, const std::vector<Node*>& shape) {
-  clone_rec(b, src_scope, keep, map, shape);
+  const std::vector<Node*> nodes(keep.begin(), keep.end());
+  clone_nodes(b, src_scope, nodes, [&](const Node* n) { return keep.count(const_cast<Node*>(n)) > 0; }, map, shape);
 }
 
 Node* kernel_like(Builder& b, const Node* like, const Shape& shape) {

@@ -2,6 +2,7 @@
 // and cloning a set of nodes with substitutions. Not a pass itself.
 #pragma once
 #include <functional>
+#include <span>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -57,6 +58,9 @@ Node* clamp_index(Builder& b, Node* i, Node* d, Node* at, Node* host_pos);
 // elsewhere (e.g. index nodes) and receives old -> new for every copy. Copies get `shape`
 // when they had a non-empty shape.
 void clone_nodes(Builder& b, Node* src_scope, const std::unordered_set<Node*>& keep,
+                 std::unordered_map<Node*, Node*>& map, const std::vector<Node*>& shape);
+// The same, for a set given as its nodes (any order, no repeats) and a membership test.
+void clone_nodes(Builder& b, Node* src_scope, std::span<Node* const> keep, const std::function<bool(const Node*)>& kept,
                  std::unordered_map<Node*, Node*>& map, const std::vector<Node*>& shape);
 
 }  // namespace ember
