@@ -1,5 +1,7 @@
 #include "core/ir/builder.h"
 
+#include <algorithm>
+
 #include "core/ir/eval.h"
 
 namespace ember {
@@ -33,7 +35,7 @@ bool Builder::visible(const Node* n) const {
 }
 
 // Value numbering key: op, dtype, shape, operands and the semantic attributes (hash_attrs).
-static size_t hash_key(Op op, DType t, const Shape& shape, const std::vector<Node*>& ops, const NodeAttrs& attrs) {
+static size_t hash_key(Op op, DType t, ShapeView shape, std::span<Node* const> ops, const NodeAttrs& attrs) {
   size_t h = static_cast<size_t>(op) * 1000003u ^ static_cast<size_t>(t) * 7919u ^ hash_attrs(attrs) * 2654435761u;
   auto mix = [&](const void* p) { h = (h ^ reinterpret_cast<size_t>(p)) * 1099511628211ull; };
   for (Node* d : shape) mix(d);
@@ -48,8 +50,7 @@ static NodeAttrs axis_attrs(int axis) {
   return a;
 }
 
-Node* Builder::numbered(Op op, DType t, const Shape& shape, const std::vector<Node*>& operands,
-                        const NodeAttrs& attrs) {
+Node* Builder::numbered(Op op, DType t, ShapeView shape, std::span<Node* const> operands, const NodeAttrs& attrs) {
   bool reads_var = false;
   for (Node* o : operands) reads_var |= has_flag(o->op, F_MUTABLE) || o->op == Op::loop;
   size_t key = hash_key(op, t, shape, operands, attrs);
@@ -59,32 +60,55 @@ Node* Builder::numbered(Op op, DType t, const Shape& shape, const std::vector<No
   auto scoped = [key](const Node* s) { return (key ^ reinterpret_cast<size_t>(s)) * 1099511628211ull; };
   if (!reads_var) {
     for (const Node* s = scope_; s; s = s->parent) {
-      auto it = vn_.find(scoped(s));
-      if (it == vn_.end()) continue;
-      for (auto c_it = it->second.rbegin(); c_it != it->second.rend(); ++c_it) {
-        Node* c = *c_it;
-        if (c->op != op || c->dtype != t || c->operands != operands || c->shape != shape) continue;
-        if (same_attrs(*c, attrs) && visible(c)) return c;
-      }
+      // The newest visible twin (largest id: candidates are inserted as they are made).
+      Node* best = nullptr;
+      vn_.find(scoped(s), [&](Node* c) {
+        if (c->op != op || c->dtype != t || !std::ranges::equal(c->operands, operands) ||
+            !std::ranges::equal(c->shape, shape))
+          return false;
+        if ((!best || c->id > best->id) && same_attrs(*c, attrs) && visible(c)) best = c;
+        return false;
+      });
+      if (best) return best;
     }
   }
   Node* n = prog_.create(op, t, shape, operands);
   copy_attrs(*n, attrs);
   place(n);  // stamps loc
-  if (!reads_var) vn_[scoped(n->parent)].push_back(n);
+  if (!reads_var) vn_.insert(scoped(n->parent), n);
   return n;
+}
+
+void Builder::Candidates::insert(size_t key, Node* n) {
+  if ((used_ + 1) * 2 > slots_.size()) {
+    std::vector<Entry> old;
+    old.swap(slots_);
+    slots_.assign(old.empty() ? 16 : old.size() * 2, Entry{});
+    for (const Entry& e : old) {
+      if (!e.n) continue;
+      size_t i = home(e.key);
+      while (slots_[i].n) i = (i + 1) & (slots_.size() - 1);
+      slots_[i] = e;
+    }
+  }
+  size_t i = home(key);
+  while (slots_[i].n) i = (i + 1) & (slots_.size() - 1);
+  slots_[i] = {key, n};
+  ++used_;
 }
 
 Node* Builder::constant(DType t, uint32_t bits) {
   NodeAttrs attrs;
   attrs.bits = bits;
   size_t key = hash_key(Op::constant, t, {}, {}, attrs);
-  for (Node* c : vn_[key])
-    if (!c->dead && c->op == Op::constant && c->dtype == t && same_attrs(*c, attrs) && c->parent) return c;
+  if (Node* c = vn_.find(key, [&](Node* c) {
+        return !c->dead && c->op == Op::constant && c->dtype == t && same_attrs(*c, attrs) && c->parent;
+      }))
+    return c;
   // Another builder may have made it already: constants sit in the leading leaves of the root.
   for (Node* c = prog_.root()->first_child; c && has_flag(c->op, F_LEAF); c = c->next)
     if (c->op == Op::constant && c->dtype == t && same_attrs(*c, attrs)) {
-      vn_[key].push_back(c);
+      vn_.insert(key, c);
       return c;
     }
   Node* n = prog_.create(Op::constant, t);
@@ -93,7 +117,7 @@ Node* Builder::constant(DType t, uint32_t bits) {
   Node* pos = prog_.root()->first_child;
   while (pos && has_flag(pos->op, F_LEAF) && pos->op != Op::index && pos->op != Op::buffer) pos = pos->next;
   if (pos) prog_.insert_before(pos, n); else prog_.append(prog_.root(), n);
-  vn_[key].push_back(n);
+  vn_.insert(key, n);
   return n;
 }
 
@@ -109,7 +133,7 @@ Node* Builder::group_index(int axis, const Shape& shape) {
   return numbered(Op::group_index, DType::i32, shape, {}, axis_attrs(axis));
 }
 
-static ShapeView result_shape(const std::vector<Node*>& ops) {
+static ShapeView result_shape(std::span<Node* const> ops) {
   ShapeView s;
   for (Node* o : ops) {
     if (o->shape.empty()) continue;
@@ -120,7 +144,7 @@ static ShapeView result_shape(const std::vector<Node*>& ops) {
   return s;
 }
 
-Node* Builder::fold(Op op, DType t, const std::vector<Node*>& operands) {
+Node* Builder::fold(Op op, DType t, std::span<Node* const> operands) {
   bool all_const = !operands.empty();
   for (Node* o : operands) all_const &= o->op == Op::constant;
   if (all_const) {
@@ -153,8 +177,9 @@ Node* Builder::unary(Op op, Node* x) {
   const OpInfo& info = op_info(op);
   EMBER_INTERNAL_ASSERT(info.arity == 1 && (info.flags & F_ELEMENTWISE), op_name(op) << " is not unary");
   DType t = info.rule == DTypeRule::Bool ? DType::boolean : info.rule == DTypeRule::Float ? DType::f32 : x->dtype;
-  if (Node* f = fold(op, t, {x})) return f;
-  return numbered(op, t, x->shape, {x}, {});
+  Node* const ops[1] = {x};
+  if (Node* f = fold(op, t, ops)) return f;
+  return numbered(op, t, x->shape, ops, {});
 }
 
 Node* Builder::binary(Op op, Node* a, Node* b) {
@@ -163,18 +188,19 @@ Node* Builder::binary(Op op, Node* a, Node* b) {
   EMBER_INTERNAL_ASSERT(a->dtype == b->dtype, op_name(op) << ": operand dtypes " << dtype_name(a->dtype) << " and "
                                                           << dtype_name(b->dtype));
   DType t = info.rule == DTypeRule::Bool ? DType::boolean : info.rule == DTypeRule::Float ? DType::f32 : a->dtype;
-  std::vector<Node*> ops{a, b};
+  Node* ops[2] = {a, b};
   if (Node* f = fold(op, t, ops)) return f;
   if ((info.flags & F_COMMUTATIVE) && b->id < a->id) std::swap(ops[0], ops[1]);  // canonical order
-  return numbered(op, t, to_shape(result_shape(ops)), ops, {});
+  return numbered(op, t, result_shape(ops), ops, {});
 }
 
 Node* Builder::select(Node* c, Node* a, Node* b) {
   EMBER_INTERNAL_ASSERT(a->dtype == b->dtype && c->dtype == DType::boolean, "select operand types");
   Node* pick = c->op == Op::constant ? (c->bits ? a : b) : a == b ? a : nullptr;
-  if (pick && !has_flag(pick->op, F_MUTABLE) && same_shape(result_shape({c, a, b}), pick->shape)) return pick;
-  if (Node* f = fold(Op::select, a->dtype, {c, a, b})) return f;
-  return numbered(Op::select, a->dtype, to_shape(result_shape({c, a, b})), {c, a, b}, {});
+  Node* const ops[3] = {c, a, b};
+  if (pick && !has_flag(pick->op, F_MUTABLE) && same_shape(result_shape(ops), pick->shape)) return pick;
+  if (Node* f = fold(Op::select, a->dtype, ops)) return f;
+  return numbered(Op::select, a->dtype, result_shape(ops), ops, {});
 }
 
 Node* Builder::spread(Node* v, const Shape& shape) {
@@ -183,14 +209,16 @@ Node* Builder::spread(Node* v, const Shape& shape) {
 
 Node* Builder::cast(Node* x, DType t) {
   if (x->dtype == t) return x;
-  if (Node* f = fold(Op::cast, t, {x})) return f;
-  return numbered(Op::cast, t, x->shape, {x}, {});
+  Node* const ops[1] = {x};
+  if (Node* f = fold(Op::cast, t, ops)) return f;
+  return numbered(Op::cast, t, x->shape, ops, {});
 }
 
 Node* Builder::bitcast(Node* x, DType t) {
   if (x->dtype == t) return x;
   if (x->op == Op::constant) return constant(t, x->bits);
-  return numbered(Op::bitcast, t, x->shape, {x}, {});
+  Node* const ops[1] = {x};
+  return numbered(Op::bitcast, t, x->shape, ops, {});
 }
 
 static std::vector<Node*> cat(std::initializer_list<Node*> a, const std::vector<Node*>& b) {

@@ -2,7 +2,6 @@
 // they are made (so traces stay small and equal programs print equal). Low level: operands
 // must already agree in dtype and shape; the tracer (core/trace) does promotion/broadcasting.
 #pragma once
-#include <unordered_map>
 #include <vector>
 
 #include "core/ir/node.h"
@@ -74,15 +73,41 @@ class Builder {
 
  private:
   Node* place(Node* n);
-  Node* numbered(Op op, DType t, const Shape& shape, const std::vector<Node*>& operands, const NodeAttrs& attrs);
-  Node* fold(Op op, DType t, const std::vector<Node*>& operands);
+  Node* numbered(Op op, DType t, ShapeView shape, std::span<Node* const> operands, const NodeAttrs& attrs);
+  Node* fold(Op op, DType t, std::span<Node* const> operands);
   bool visible(const Node* n) const;
   Node* argument(Op op, DType t, const Shape& shape, int position, const std::string& name);
+
+  // Value-numbering candidates: (key, node) pairs in one open-addressing array, several nodes per
+  // key (no allocation per node: a pass numbers tens of thousands of nodes in a large program,
+  // and a map of vectors scattered them over the heap).
+  class Candidates {
+   public:
+    template <class F>  // f(Node*) for each node inserted with `key`; stops when f returns true
+    Node* find(size_t key, F&& f) const {
+      if (slots_.empty()) return nullptr;
+      for (size_t i = home(key);; i = (i + 1) & (slots_.size() - 1)) {
+        const Entry& e = slots_[i];
+        if (!e.n) return nullptr;
+        if (e.key == key && f(e.n)) return e.n;
+      }
+    }
+    void insert(size_t key, Node* n);
+
+   private:
+    struct Entry {
+      size_t key = 0;
+      Node* n = nullptr;  // null: empty
+    };
+    size_t home(size_t key) const { return ((key ^ (key >> 29)) * 0xbf58476d1ce4e5b9ull >> 24) & (slots_.size() - 1); }
+    std::vector<Entry> slots_;
+    size_t used_ = 0;
+  };
 
   Program& prog_;
   Node* scope_;
   Node* before_ = nullptr;
-  std::unordered_map<size_t, std::vector<Node*>> vn_;
+  Candidates vn_;
 };
 
 }  // namespace ember

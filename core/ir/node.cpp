@@ -162,18 +162,18 @@ Node* Program::allocate() {
   return new (s.nodes + s.used++) Node();
 }
 
-Node* Program::create(Op op, DType dtype, std::vector<Node*> shape, std::vector<Node*> operands) {
+Node* Program::create(Op op, DType dtype, std::span<Node* const> shape, std::span<Node* const> operands) {
   Node* n = allocate();
   n->op = op;
   n->dtype = dtype;
-  n->operands = std::move(operands);
+  n->operands.assign(operands.begin(), operands.end());
   n->id = next_id_++;
   n->use_slots.resize(n->operands.size());
   for (size_t i = 0; i < n->operands.size(); ++i) {
     EMBER_INTERNAL_ASSERT(n->operands[i] != nullptr, "null operand for " << op_name(op));
     add_use(n, i);
   }
-  set_shape(n, std::move(shape));
+  set_shape(n, shape);
   return n;
 }
 
@@ -285,11 +285,13 @@ void Program::erase(Node* n) {
   n->dim_users.release();
 }
 
-void Program::set_shape(Node* n, std::vector<Node*> shape) {
+void Program::set_shape(Node* n, std::span<Node* const> view) {
   EMBER_INTERNAL_ASSERT(!n->dead, "set_shape of an erased node");
+  SmallVec<Node*, 4> shape;  // a copy: the view may be n's own shape
+  shape.assign(view.begin(), view.end());
   for (Node* d : shape) EMBER_INTERNAL_ASSERT(d != nullptr, "null dim for " << op_name(n->op));
   drop_dim_uses(n);
-  n->shape.v_ = std::move(shape);
+  n->shape.v_.assign(shape.begin(), shape.end());
   n->shape_slots.resize(n->shape.v_.size());
   for (size_t a = 0; a < n->shape.v_.size(); ++a) {
     Node* d = n->shape.v_[a];

@@ -145,7 +145,7 @@ class DimList {
 // MB of IR, each cache line a walk touches per node is a miss). NodeHead and the scalar
 // attributes (the first 24 bytes of NodeAttrs) fill the first two 64-byte lines: what the walks
 // and the cleanup passes read (kind, links, operands, shape, attributes). NodeTail holds what
-// only edits read (users, slots, prev/last_child, order); dim_users, params, memories follow.
+// only edits read (prev, order, last_child, users, slots); dim_users, params, memories follow.
 struct NodeHead {
   Op op;
   DType dtype = DType::none;
@@ -161,22 +161,25 @@ struct NodeHead {
 };
 
 struct NodeTail {
+  // Links that only edits read. An insertion reads its neighbours' prev and order: they share
+  // the node's third cache line.
+  Node* prev = nullptr;
+  // Position among its siblings, strictly increasing along `next` (Program's linking keeps it),
+  // so "does a come before b in their scope" is one comparison instead of a walk of the list.
+  uint64_t order = 0;
+  Node* last_child = nullptr;
+
   // One entry per use (a node using x twice appears twice), in no particular order.
   SmallVec<Node*, 2> users;
   // use_slots[i]: where this node's entry for operands[i] sits in operands[i]->users, so dropping
   // a use is O(1), not O(uses of the operand) (a constant such as 0.1f has one per step of an
-  // unrolled simulation: scanning made erasing quadratic in program size).
+  // unrolled simulation: scanning made erasing quadratic in program size). Dropping a use reads
+  // one operand's users and one user's slots: both lists sit in the fourth cache line.
   SmallVec<uint32_t, 4> use_slots;
   // shape_slots[a]: where this node's entry for shape[a] sits in shape[a]->dim_users, so dropping
   // it is O(1) (a dim such as N has one entry per node of shape [N, ...]: scanning would make
   // erasing quadratic in program size).
   SmallVec<uint32_t, 3> shape_slots;
-
-  Node* prev = nullptr;
-  Node* last_child = nullptr;
-  // Position among its siblings, strictly increasing along `next` (Program's linking keeps it),
-  // so "does a come before b in their scope" is one comparison instead of a walk of the list.
-  uint64_t order = 0;
 };
 
 struct alignas(64) Node : NodeHead, NodeAttrs, NodeTail {
@@ -224,7 +227,7 @@ class Program {
 
   // Makes a node that is not linked anywhere yet; operands get this node as a user, dims as a
   // dim user.
-  Node* create(Op op, DType dtype, std::vector<Node*> shape = {}, std::vector<Node*> operands = {});
+  Node* create(Op op, DType dtype, std::span<Node* const> shape = {}, std::span<Node* const> operands = {});
   // Linking. A node may be linked in one place at a time.
   void insert_before(Node* pos, Node* n);
   void insert_after(Node* pos, Node* n);
@@ -239,7 +242,7 @@ class Program {
   // Drops n's operands from position `count` on.
   void truncate_operands(Node* n, size_t count);
   // The only way to change a node's shape (keeps dim_users in sync).
-  void set_shape(Node* n, std::vector<Node*> shape);
+  void set_shape(Node* n, std::span<Node* const> shape);
   // Rewrites every operand use and every shape reference of old_value to new_value.
   void replace_all_uses(Node* old_value, Node* new_value);
 

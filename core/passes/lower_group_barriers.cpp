@@ -162,7 +162,8 @@ class Lowering {
   }
 
   Node* array(DType t) {
-    Node* a = p_.create(Op::group_buffer, t, {b_.i32(static_cast<int32_t>(threads_))});
+    Node* const dims[1] = {b_.i32(static_cast<int32_t>(threads_))};
+    Node* a = p_.create(Op::group_buffer, t, dims);
     a->loc = k_->loc;
     p_.prepend(k_, a);
     return a;

@@ -78,13 +78,12 @@ bool is_device_scope(const Node* n) {
 // Copies c to b's insertion point, its operands substituted through `map` (which receives c).
 static Node* clone_one(Builder& b, Node* c, std::unordered_map<Node*, Node*>& map, const std::vector<Node*>& shape) {
   Program& p = b.program();
-  std::vector<Node*> ops;
-  ops.reserve(c->operands.size());
+  SmallVec<Node*, 4> ops;
   for (Node* o : c->operands) {
     auto it = map.find(o);
     ops.push_back(it != map.end() ? it->second : o);
   }
-  Node* n = p.create(c->op, c->dtype, c->shape.empty() ? std::vector<Node*>{} : shape, std::move(ops));
+  Node* n = p.create(c->op, c->dtype, c->shape.empty() ? ShapeView{} : ShapeView(shape), {ops.data(), ops.size()});
   copy_attrs(*n, *c);
   if (b.before()) p.insert_before(b.before(), n); else p.append(b.scope(), n);
   map[c] = n;

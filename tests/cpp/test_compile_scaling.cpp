@@ -109,7 +109,7 @@ uint64_t erase_users_visits(int users) {
   p.append(p.root(), c);
   std::vector<Node*> adds;
   for (int k = 0; k < users; ++k) {
-    Node* a = p.create(Op::add, DType::f32, {}, {c, c});
+    Node* a = p.create(Op::add, DType::f32, {}, std::vector<Node*>{c, c});
     p.append(p.root(), a);
     adds.push_back(a);
   }

@@ -241,7 +241,7 @@ TEST(DimUses, CreateAndSetShapeTrackDimUsers) {
   EXPECT_EQ(std::count(n->dim_users.begin(), n->dim_users.end(), x), 2);
   EXPECT_EQ(std::count(m->dim_users.begin(), m->dim_users.end(), x), 1);
   EXPECT_TRUE(n->users.empty());  // operand uses only
-  p.set_shape(x, {m});
+  p.set_shape(x, std::vector<Node*>{m});
   EXPECT_TRUE(n->dim_users.empty());
   EXPECT_EQ(m->dim_users, std::vector<Node*>{x});
   verify(p);
