@@ -540,18 +540,24 @@ bool fuse_loads(Program& p) {
   };
   DependenceAnalysis dep;
   BufferUses counts;  // kept up to date by every fusion, so valid across sweeps
+  // The first sweep takes the positions and the loads from one walk. A later sweep needs no walk:
+  // its loads are those the sweep before did not fuse, already in program order (loads are tried
+  // in program order, and a fusion inserts its copies at the load it fuses, after every load
+  // tried before), and the positions stay exact (a copy takes the position of the load it
+  // replaces; nothing else this pass makes is asked for one).
+  std::vector<Node*> work;  // a stack: the next load is at the back
+  Positions pos = program_positions(p, [&](Node* n) {
+    if (candidate(n)) work.push_back(n);
+  });
+  std::reverse(work.begin(), work.end());
   for (int sweep = 0; sweep < 64; ++sweep) {
-    std::vector<Node*> work;  // a stack: the next load is at the back
-    Positions pos = program_positions(p, [&](Node* n) {
-      if (candidate(n)) work.push_back(n);
-    });
-    std::reverse(work.begin(), work.end());
     bool any = false;
-    std::vector<Node*> fresh;
+    std::vector<Node*> fresh, unfused;
     while (!work.empty()) {
       Node* l = work.back();
       work.pop_back();
       if (!candidate(l)) continue;
+      unfused.push_back(l);
       if (static_cast<size_t>(l->id) >= attempts.size()) attempts.resize(static_cast<size_t>(l->id) * 3 / 2 + 1);
       Attempt& a = attempts[static_cast<size_t>(l->id)];
       if (a.epoch && !may_succeed_now(a, l->operand(0), counts)) continue;
@@ -563,6 +569,7 @@ bool fuse_loads(Program& p) {
         a = Attempt{epoch, k1 ? k1->id : -1, k1 && counts.repeated(buf), k1 && counts.total(buf) > 1};
         continue;
       }
+      unfused.pop_back();
       any = true;
       fused_into[k2->id] = ++epoch;
       // Copies are made in program order, so ids order them: the first is tried first.
@@ -572,6 +579,7 @@ bool fuse_loads(Program& p) {
     }
     if (!any) break;
     changed = true;
+    work.assign(unfused.rbegin(), unfused.rend());
   }
   return changed;
 }

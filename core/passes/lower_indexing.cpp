@@ -30,8 +30,13 @@ Node* wrap_neighbour(Builder& b, Node* i, Node* d, const Node* kernel) {
 bool lower_indexing(Program& p) {
   Builder b(p);
   bool changed = false;
-  for (Node* n : p.nodes()) {
-    if ((n->op != Op::load && n->op != Op::store && n->op != Op::atomic) || n->flat) continue;
+  // The accesses first (one walk; lowering them adds no access), then each is lowered: a second
+  // pass over every node would read them all again, after the lowering evicted them.
+  std::vector<Node*> accesses;
+  p.for_each([&](Node* n) {
+    if ((n->op == Op::load || n->op == Op::store || n->op == Op::atomic) && !n->flat) accesses.push_back(n);
+  });
+  for (Node* n : accesses) {
     Node* mem = n->operand(0);
     Node* k = n->enclosing_kernel();
     int first = n->first_index_operand();
