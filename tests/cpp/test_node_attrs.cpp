@@ -100,14 +100,24 @@ TEST(NodeAttrs, CloneProgramCopiesEveryAttribute) {
   EXPECT_GE(checked, 6);
 }
 
-TEST(NodeAttrs, PassCopiesKeepEveryAttribute) {
-  Program p;
-  Builder b(p);
+// A kernel over [N] loading input x at its index: the setting of the copy tests below.
+struct LoadKernel {
+  Node* dim;
+  Node* k;
+  Node* l;
+};
+LoadKernel load_kernel(Builder& b) {
   Node* dim = b.shape_arg("N");
   Node* x = b.input(DType::f32, {dim}, 0, "x");
   Node* k = b.kernel({dim});
   b.set_insert_end(k);
-  Node* l = b.load(x, {b.index(0, {dim})}, {dim});
+  return {dim, k, b.load(x, {b.index(0, {dim})}, {dim})};
+}
+
+TEST(NodeAttrs, PassCopiesKeepEveryAttribute) {
+  Program p;
+  Builder b(p);
+  auto [dim, k, l] = load_kernel(b);
   Node* neg = b.unary(Op::neg, l);
   set_every_attr(k);
   set_every_attr(l);
@@ -122,6 +132,49 @@ TEST(NodeAttrs, PassCopiesKeepEveryAttribute) {
   EXPECT_EQ(differing_attrs(l, map[l]), "");
   EXPECT_EQ(differing_attrs(neg, map[neg]), "");
   EXPECT_EQ(differing_attrs(k, k2), "index");  // a kernel of its own id
+}
+
+// clone_nodes copies a set in program order whatever order it is given in, operands substituted;
+// a set with a scope in it (the fallback walk) keeps the nesting.
+TEST(NodeAttrs, CloneNodesCopiesInProgramOrder) {
+  Program p;
+  Builder b(p);
+  auto [dim, k, l] = load_kernel(b);
+  Node* s = b.unary(Op::sin, l);
+  Node* c = b.unary(Op::cos, s);
+  Node* t = b.binary(Op::mul, c, l);
+  b.set_insert_end(p.root());
+  Node* k2 = kernel_like(b, k, k->shape);
+  b.set_insert_end(k2);
+  std::unordered_map<Node*, Node*> map;
+  const std::vector<Node*> shuffled{t, s, l, c};
+  const std::unordered_set<Node*> set(shuffled.begin(), shuffled.end());
+  clone_nodes(b, k, shuffled, [&](const Node* n) { return set.count(const_cast<Node*>(n)) > 0; }, map, k2->shape);
+  ASSERT_EQ(map.size(), 4u);
+  std::vector<Node*> order;
+  for (Node* n = k2->first_child; n; n = n->next) order.push_back(n);
+  EXPECT_EQ(order, (std::vector<Node*>{map[l], map[s], map[c], map[t]}));
+  EXPECT_EQ(map[t]->operand(0), map[t->operand(0)]);
+  EXPECT_EQ(map[t]->operand(1), map[t->operand(1)]);
+  EXPECT_EQ(map[s]->operand(0), map[l]);
+
+  // A loop among the nodes: copied with its body inside it.
+  b.set_insert_end(k);
+  Node* loop = b.loop(b.i32(0), b.i32(4), b.i32(1), {dim});
+  b.set_insert_end(loop);
+  Node* inner = b.unary(Op::exp, l);
+  b.set_insert_end(p.root());
+  Node* k3 = kernel_like(b, k, k->shape);
+  b.set_insert_end(k3);
+  std::unordered_map<Node*, Node*> map3;
+  const std::vector<Node*> with_loop{inner, loop, l};
+  const std::unordered_set<Node*> set3(with_loop.begin(), with_loop.end());
+  clone_nodes(b, k, with_loop, [&](const Node* n) { return set3.count(const_cast<Node*>(n)) > 0; }, map3, k3->shape);
+  ASSERT_EQ(map3.size(), 3u);
+  EXPECT_EQ(k3->first_child, map3[l]);
+  EXPECT_EQ(map3[l]->next, map3[loop]);
+  EXPECT_EQ(map3[inner]->parent, map3[loop]);
+  EXPECT_EQ(map3[inner]->operand(0), map3[l]);
 }
 
 // cse merges two equal loads (or two equal negations) unless one semantic attribute differs.

@@ -26,6 +26,25 @@ TEST(Builder, FoldsConstantsAndNumbersValues) {
   verify(p);
 }
 
+// The value-numbering table: a twin defined after the insertion point is not reused (a new one
+// is made before it), and where both are visible the newest is; thousands of values (the table
+// regrows) are each found again.
+TEST(Builder, ReusesTheNewestVisibleTwinAcrossAGrowingTable) {
+  Program p;
+  Builder b(p);
+  Node* x = b.scalar_arg(DType::f32, 0, "x");
+  Node* later = b.unary(Op::sin, x);
+  b.set_insert_before(later);
+  Node* earlier = b.unary(Op::sin, x);
+  EXPECT_NE(earlier, later);  // `later` comes after the insertion point
+  b.set_insert_end(p.root());
+  EXPECT_EQ(b.unary(Op::sin, x), earlier);  // both visible: the newest
+  std::vector<Node*> made;
+  for (int k = 0; k < 3000; ++k) made.push_back(b.binary(Op::add, x, b.f32(static_cast<float>(k) + 0.5f)));
+  for (int k = 0; k < 3000; ++k) EXPECT_EQ(b.binary(Op::add, x, b.f32(static_cast<float>(k) + 0.5f)), made[static_cast<size_t>(k)]);
+  verify(p);
+}
+
 TEST(Builder, DoesNotNumberReadsOfVars) {
   Program p;
   Builder b(p);
