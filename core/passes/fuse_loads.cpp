@@ -145,13 +145,10 @@ class ConeMarks {
     const size_t i = static_cast<size_t>(n->id);
     return i < v_.size() && v_[i] == gen_;
   }
-  // Marks n; false if it was marked already.
-  bool mark(const Node* n) {
+  void mark(const Node* n) {
     const size_t i = static_cast<size_t>(n->id);
     if (i >= v_.size()) v_.resize(i * 3 / 2 + 64, 0);
-    if (v_[i] == gen_) return false;
     v_[i] = gen_;
-    return true;
   }
 
  private:
@@ -204,10 +201,12 @@ class Cone {
       });
       if (!ok) return false;
     }
-    if (v->op == Op::load && std::find(reads.begin(), reads.end(), v->operand(0)) == reads.end())
-      reads.push_back(v->operand(0));
+    if (v->op == Op::load && !reads_memory(v->operand(0))) reads.push_back(v->operand(0));
     return true;
   }
+
+  // Whether a load of the cone reads memory m.
+  bool reads_memory(const Node* m) const { return std::find(reads.begin(), reads.end(), m) != reads.end(); }
 
   // Whether n is one of the nodes the cone copies (keep).
   bool kept(const Node* n) const { return n->op != Op::index && marks_.has(n); }
@@ -451,7 +450,7 @@ bool fuse_one(Program& p, DependenceAnalysis& dep, Node* load, Positions& pos, B
   // A loop (a matmul's or a reduction's) that k1 runs anyway is not run again per consumer: the
   // consumer loads its result (a ReLU's mask beside the activation it also stores).
   if (duplicated_cost(cone, cone.looped, st, store_stays) > kMaxDuplicatedLoopCost) return false;
-  if (std::find(cone.reads.begin(), cone.reads.end(), buf) != cone.reads.end() || written_between(k1, load, cone.reads, pos)) return false;
+  if (cone.reads_memory(buf) || written_between(k1, load, cone.reads, pos)) return false;
   // Other threads of the consumer may write what the recomputation reads before it runs, unless
   // every such access is the thread's own element (an optimizer's update reading the parameter
   // it writes in place): then only the consumer's own thread writes it, after the load (a write
