@@ -3,6 +3,7 @@
 #include "backends/cuda/cuda_nvrtc.h"
 
 #include <chrono>
+#include <cstdlib>
 #include <memory>
 
 #include "core/ir/error.h"
@@ -44,8 +45,14 @@ std::vector<int> nvrtc_archs() {
 }
 
 std::vector<std::string> nvrtc_options(int arch, bool cubin) {
+  // Exact IEEE arithmetic without contraction, as the other backends; EMBER_CUDA_FAST_MATH=1 (an
+  // experiment, measured by bench/gpu.py) trades it for fused multiply-adds and approximate
+  // division and square roots.
+  const char* fast = std::getenv("EMBER_CUDA_FAST_MATH");
+  const bool fast_math = fast && std::string(fast) == "1";
   return {std::string("--gpu-architecture=") + (cubin ? "sm_" : "compute_") + std::to_string(arch), "-std=c++17",
-          "--fmad=false", "--diag-suppress=177,550"};  // unused values: kernels print every param
+          fast_math ? "--use_fast_math" : "--fmad=false",
+          "--diag-suppress=177,550"};  // unused values: kernels print every param
 }
 
 NvrtcResult nvrtc_compile(const std::string& source, const std::string& name, int arch, bool cubin) {

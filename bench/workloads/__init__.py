@@ -2,7 +2,8 @@
 
 A workload module provides NAME, DEFAULT_N, make_inputs(n, seed) -> inputs,
 reference(inputs) -> tuple of NumPy arrays, and IMPLS {name: setup(inputs, opts) -> run}; optionally
-summary(results, opts) -> str, a line bench/run.py prints (and saves) after the workload's table.
+summary(results, opts) -> str, a line bench/run.py prints (and saves) after the workload's table,
+and GPU_IMPLS {name: setup(inputs, opts) -> (step, fetch)} for bench/gpu.py (see gpu_common.py).
 """
 import importlib
 import pkgutil

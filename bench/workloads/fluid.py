@@ -7,11 +7,14 @@ performs one step and returns (U', V', D', pressure) as NumPy arrays. setup rais
 when the implementation cannot run here.
 (No `from __future__ import annotations` here: em.compile must see real annotation objects.)
 """
+import functools
 import os
 
 import numpy as np
 
 from common import Skip, import_ember, import_example, init_taichi, init_warp, quiet_output, require
+from gpu_common import (ember_on, ember_steps, ember_upload, jax_on, jax_steps, torch_compile, torch_on,
+                        torch_steps, xp_on, xp_steps)
 
 NAME = "fluid"
 DEFAULT_N = 512
@@ -28,12 +31,12 @@ def make_inputs(n, seed=0):
     return U, V, D, DT
 
 
-def _advect_numpy(F, u, v, dt):
+def _advect_xp(xp, F, u, v, dt):
     H, W = F.shape
-    i, j = np.indices(F.shape)
+    i, j = xp.indices(F.shape)
     x = j.astype(np.float32) - dt * u
     y = i.astype(np.float32) - dt * v
-    x0, y0 = np.floor(x), np.floor(y)
+    x0, y0 = xp.floor(x), xp.floor(y)
     tx, ty = x - x0, y - y0
     j0, i0 = x0.astype(np.int32) % W, y0.astype(np.int32) % H
     j1, i1 = (j0 + 1) % W, (i0 + 1) % H
@@ -42,17 +45,22 @@ def _advect_numpy(F, u, v, dt):
     return a + (b - a) * ty
 
 
-def step_numpy(U, V, D, dt, iters=JACOBI_ITERS):
-    """The step in vectorized NumPy, float32 throughout (also the reference)."""
+def step_xp(xp, U, V, D, dt, iters=JACOBI_ITERS):
+    """The step in vectorized array module xp (NumPy, or CuPy on the GPU), float32 throughout."""
     dt, h = np.float32(dt), np.float32(0.5)
-    u, v, d = _advect_numpy(U, U, V, dt), _advect_numpy(V, U, V, dt), _advect_numpy(D, U, V, dt)
-    sx = lambda a, k: np.roll(a, -k, axis=1)  # a[i, j + k]  # noqa: E731
-    sy = lambda a, k: np.roll(a, -k, axis=0)  # a[i + k, j]  # noqa: E731
+    u, v, d = _advect_xp(xp, U, U, V, dt), _advect_xp(xp, V, U, V, dt), _advect_xp(xp, D, U, V, dt)
+    sx = lambda a, k: xp.roll(a, -k, axis=1)  # a[i, j + k]  # noqa: E731
+    sy = lambda a, k: xp.roll(a, -k, axis=0)  # a[i + k, j]  # noqa: E731
     div = h * ((sx(u, 1) - sx(u, -1)) + (sy(v, 1) - sy(v, -1)))
-    p = np.zeros_like(U)
+    p = xp.zeros_like(U)
     for _ in range(iters):
         p = (sy(p, -1) + sy(p, 1) + sx(p, -1) + sx(p, 1) - div) * np.float32(0.25)
     return u - h * (sx(p, 1) - sx(p, -1)), v - h * (sy(p, 1) - sy(p, -1)), d, p
+
+
+def step_numpy(U, V, D, dt, iters=JACOBI_ITERS):
+    """The step in vectorized NumPy, float32 throughout (also the reference)."""
+    return step_xp(np, U, V, D, dt, iters)
 
 
 def reference(inputs):
@@ -86,8 +94,8 @@ def setup_ember_unrolled(inputs, opts):
 def _step_torch(torch, U, V, D, dt, iters=JACOBI_ITERS):
     """step_numpy in PyTorch ops (torch.roll stencils, advanced-indexing gathers)."""
     H, W = U.shape
-    i = torch.arange(H, dtype=torch.float32).unsqueeze(1)
-    j = torch.arange(W, dtype=torch.float32).unsqueeze(0)
+    i = torch.arange(H, dtype=torch.float32, device=U.device).unsqueeze(1)
+    j = torch.arange(W, dtype=torch.float32, device=U.device).unsqueeze(0)
 
     def advect(F):
         x, y = j - dt * U, i - dt * V
@@ -138,38 +146,39 @@ def setup_torch_compile(inputs, opts):
     return _torch_setup(inputs, compiled=True)
 
 
+def _step_jax(jax, U, V, D, dt):
+    """step_numpy in jax.numpy (to be jitted), the Jacobi iterations in lax.fori_loop."""
+    jnp, lax = jax.numpy, jax.lax
+    H, W = U.shape
+    i = jnp.arange(H, dtype=jnp.float32)[:, None]
+    j = jnp.arange(W, dtype=jnp.float32)[None, :]
+
+    def advect(F):
+        x, y = j - dt * U, i - dt * V
+        x0, y0 = jnp.floor(x), jnp.floor(y)
+        tx, ty = x - x0, y - y0
+        j0, i0 = x0.astype(jnp.int32) % W, y0.astype(jnp.int32) % H
+        j1, i1 = (j0 + 1) % W, (i0 + 1) % H
+        a = F[i0, j0] + (F[i0, j1] - F[i0, j0]) * tx
+        b = F[i1, j0] + (F[i1, j1] - F[i1, j0]) * tx
+        return a + (b - a) * ty
+
+    u, v, d = advect(U), advect(V), advect(D)
+    sx = lambda a, k: jnp.roll(a, -k, axis=1)  # noqa: E731
+    sy = lambda a, k: jnp.roll(a, -k, axis=0)  # noqa: E731
+    div = 0.5 * ((sx(u, 1) - sx(u, -1)) + (sy(v, 1) - sy(v, -1)))
+
+    def jacobi(_, p):
+        return (sy(p, -1) + sy(p, 1) + sx(p, -1) + sx(p, 1) - div) * 0.25
+
+    p = lax.fori_loop(0, JACOBI_ITERS, jacobi, jnp.zeros_like(U))
+    return u - 0.5 * (sx(p, 1) - sx(p, -1)), v - 0.5 * (sy(p, 1) - sy(p, -1)), d, p
+
+
 def setup_jax(inputs, opts):
     """JAX on CPU: the NumPy code in jax.numpy under jax.jit, Jacobi in lax.fori_loop."""
     jax = require("jax")
-    jnp, lax = jax.numpy, jax.lax
-
-    @jax.jit
-    def step(U, V, D, dt):
-        H, W = U.shape
-        i = jnp.arange(H, dtype=jnp.float32)[:, None]
-        j = jnp.arange(W, dtype=jnp.float32)[None, :]
-
-        def advect(F):
-            x, y = j - dt * U, i - dt * V
-            x0, y0 = jnp.floor(x), jnp.floor(y)
-            tx, ty = x - x0, y - y0
-            j0, i0 = x0.astype(jnp.int32) % W, y0.astype(jnp.int32) % H
-            j1, i1 = (j0 + 1) % W, (i0 + 1) % H
-            a = F[i0, j0] + (F[i0, j1] - F[i0, j0]) * tx
-            b = F[i1, j0] + (F[i1, j1] - F[i1, j0]) * tx
-            return a + (b - a) * ty
-
-        u, v, d = advect(U), advect(V), advect(D)
-        sx = lambda a, k: jnp.roll(a, -k, axis=1)  # noqa: E731
-        sy = lambda a, k: jnp.roll(a, -k, axis=0)  # noqa: E731
-        div = 0.5 * ((sx(u, 1) - sx(u, -1)) + (sy(v, 1) - sy(v, -1)))
-
-        def jacobi(_, p):
-            return (sy(p, -1) + sy(p, 1) + sx(p, -1) + sx(p, 1) - div) * 0.25
-
-        p = lax.fori_loop(0, JACOBI_ITERS, jacobi, jnp.zeros_like(U))
-        return u - 0.5 * (sx(p, 1) - sx(p, -1)), v - 0.5 * (sy(p, 1) - sy(p, -1)), d, p
-
+    step = jax.jit(functools.partial(_step_jax, jax))
     U, V, D = (jax.device_put(a) for a in inputs[:3])
     dt = np.float32(inputs[3])
 
@@ -422,3 +431,57 @@ IMPLS = {
     "warp": setup_warp,
     "tensorfrost": setup_tensorfrost,
 }
+
+
+# GPU setups (bench/gpu.py): setup(inputs, opts) -> (step, fetch), inputs uploaded once; see
+# bench/gpu_common.py. opts["device"] / opts["xp"] let a test run the peers' code on the CPU.
+
+def gpu_ember(inputs, opts):
+    """Ember: examples/fluid.py's fluid_step (Jacobi in an em.loop) on opts["backend"]."""
+    em = ember_on(opts)
+    step = import_example("fluid").fluid_step
+    U, V, D = ember_upload(em, *inputs[:3])
+    dt = inputs[3]
+    return ember_steps(lambda: step(U, V, D, dt, JACOBI_ITERS))
+
+
+def _gpu_torch(inputs, opts, compiled):
+    """The PyTorch GPU setup, eager or under torch.compile (shared by the two registered ones)."""
+    torch, dev, sync = torch_on(opts)
+    U, V, D = (torch.from_numpy(a).to(dev) for a in inputs[:3])
+    dt = float(inputs[3])
+    fn = lambda U, V, D: _step_torch(torch, U, V, D, dt)  # noqa: E731
+    fn = torch_compile(torch, fn) if compiled else fn
+    return torch_steps(torch, lambda: fn(U, V, D), sync)
+
+
+def gpu_torch(inputs, opts):
+    """PyTorch eager: torch.roll stencils and advanced-indexing gathers, a kernel per op."""
+    return _gpu_torch(inputs, opts, compiled=False)
+
+
+def gpu_torch_compile(inputs, opts):
+    """torch.compile of the same code (Inductor/Triton; the Jacobi loop unrolled by the trace)."""
+    return _gpu_torch(inputs, opts, compiled=True)
+
+
+def gpu_jax(inputs, opts):
+    """JAX: the step under jax.jit on the GPU, Jacobi in lax.fori_loop."""
+    jax, dev = jax_on(opts)
+    step = jax.jit(functools.partial(_step_jax, jax))
+    U, V, D = (jax.device_put(a, dev) for a in inputs[:3])
+    dt = np.float32(inputs[3])
+    return jax_steps(jax, lambda: step(U, V, D, dt))
+
+
+def gpu_cupy(inputs, opts):
+    """CuPy: step_numpy's code with cupy for numpy (cp.roll stencils, fancy-index gathers)."""
+    xp, sync = xp_on(opts)
+    U, V, D = (xp.asarray(a) for a in inputs[:3])
+    dt = inputs[3]
+    return xp_steps(xp, lambda: step_xp(xp, U, V, D, dt), sync)
+
+
+# jax last: its memory pool does not shrink (bench/gpu.py caps it).
+GPU_IMPLS = {"ember": gpu_ember, "torch": gpu_torch, "torch_compile": gpu_torch_compile,
+             "cupy": gpu_cupy, "jax": gpu_jax}

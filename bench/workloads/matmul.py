@@ -11,6 +11,8 @@ import os
 import numpy as np
 
 from common import import_ember, init_taichi, init_warp, quiet_output, require
+from gpu_common import (ember_on, ember_steps, ember_upload, jax_on, jax_steps, torch_compile, torch_on,
+                        torch_steps, xp_on, xp_steps)
 
 NAME = "matmul"
 DEFAULT_N = 512
@@ -36,15 +38,19 @@ def setup_numpy(inputs, opts):
     return lambda: (A @ B,)
 
 
+def _ember_matmul(em):
+    """The compiled program `a @ b` (em imported and initialized)."""
+    @em.compile
+    def mm(a: em.f32["N", "K"], b: em.f32["K", "M"]):  # noqa: F821 ("N" is a symbol)
+        return a @ b
+    return mm
+
+
 def setup_ember(inputs, opts):
     """Ember: `a @ b` under @em.compile (one kernel: packed panels and a 6 x 16 micro-kernel, codegen/cpu_gemm.h)."""
     em = import_ember()
     em.init(backend=opts.get("backend", "cpu"))
-
-    @em.compile
-    def mm(a: em.f32["N", "K"], b: em.f32["K", "M"]):  # noqa: F821 ("N" is a symbol)
-        return a @ b
-
+    mm = _ember_matmul(em)
     A, B = inputs
     return lambda: (mm(A, B).numpy(),)
 
@@ -183,3 +189,53 @@ IMPLS = {
     "warp": setup_warp,
     "tensorfrost": setup_tensorfrost,
 }
+
+
+# GPU setups (bench/gpu.py): setup(inputs, opts) -> (step, fetch), inputs uploaded once; see
+# bench/gpu_common.py. Every peer computes in full FP32 (no TF32), as the reference does.
+
+def gpu_ember(inputs, opts):
+    """Ember: `a @ b` under @em.compile on opts["backend"]."""
+    em = ember_on(opts)
+    mm = _ember_matmul(em)
+    A, B = ember_upload(em, *inputs)
+    return ember_steps(lambda: mm(A, B))
+
+
+def _gpu_torch(inputs, opts, compiled):
+    """The PyTorch GPU setup, eager or under torch.compile (shared by the two registered ones)."""
+    torch, dev, sync = torch_on(opts)
+    A, B = (torch.from_numpy(a).to(dev) for a in inputs)
+    fn = torch.matmul
+    fn = torch_compile(torch, lambda a, b: a @ b) if compiled else fn
+    return torch_steps(torch, lambda: fn(A, B), sync)
+
+
+def gpu_torch(inputs, opts):
+    """PyTorch eager: torch.matmul (cuBLAS SGEMM)."""
+    return _gpu_torch(inputs, opts, compiled=False)
+
+
+def gpu_torch_compile(inputs, opts):
+    """torch.compile of `a @ b` (default mode: Inductor calls cuBLAS for a lone matmul)."""
+    return _gpu_torch(inputs, opts, compiled=True)
+
+
+def gpu_jax(inputs, opts):
+    """JAX: jnp.matmul under jax.jit, precision HIGHEST (JAX's GPU default would use TF32)."""
+    jax, dev = jax_on(opts)
+    mm = jax.jit(lambda a, b: jax.numpy.matmul(a, b, precision=jax.lax.Precision.HIGHEST))
+    A, B = (jax.device_put(a, dev) for a in inputs)
+    return jax_steps(jax, lambda: mm(A, B))
+
+
+def gpu_cupy(inputs, opts):
+    """CuPy: cp.matmul (cuBLAS SGEMM; CuPy uses no TF32 unless CUPY_TF32=1)."""
+    xp, sync = xp_on(opts)
+    A, B = (xp.asarray(a) for a in inputs)
+    return xp_steps(xp, lambda: xp.matmul(A, B), sync)
+
+
+# jax last: its memory pool does not shrink (bench/gpu.py caps it).
+GPU_IMPLS = {"ember": gpu_ember, "torch": gpu_torch, "torch_compile": gpu_torch_compile,
+             "cupy": gpu_cupy, "jax": gpu_jax}

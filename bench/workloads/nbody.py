@@ -5,12 +5,15 @@ performs one step and returns (X2, V2) as NumPy arrays, so timing includes getti
 back to the host. setup raises common.Skip when the implementation cannot run here.
 (No `from __future__ import annotations` here: em.compile must see real annotation objects.)
 """
+import functools
 import os
 
 import numpy as np
 
 from common import (Skip, build_cpp, float_ptr, import_ember, import_example, init_taichi,
                     init_warp, quiet_output, require)
+from gpu_common import (ember_on, ember_steps, ember_upload, jax_on, jax_steps, torch_compile, torch_on,
+                        torch_steps, xp_on, xp_steps)
 
 NAME = "nbody"
 DEFAULT_N = 4096
@@ -26,19 +29,38 @@ def make_inputs(n, seed=0):
     return X, V, DT
 
 
+def _step_rows(xp, Xi, Vi, X, dt):
+    """The step of the bodies at Xi, Vi (pulled by every body of X) with broadcasting in array
+    module xp, float32 throughout."""
+    dt = np.float32(dt)
+    d = Xi[:, None, :] - X[None, :, :]
+    r2 = xp.sum(d * d, axis=-1, keepdims=True) + np.float32(SOFTENING)
+    F = xp.sum(-d / (r2 * xp.sqrt(r2)), axis=1)
+    V2 = Vi + F * dt
+    return Xi + V2 * dt, V2
+
+
+def step_xp(xp, X, V, dt):
+    """The step written with broadcasting in array module xp (NumPy, or CuPy on the GPU)."""
+    return _step_rows(xp, X, V, X, dt)
+
+
 def step_numpy(X, V, dt):
     """The step written with NumPy broadcasting, float32 throughout (also the reference)."""
-    dt = np.float32(dt)
-    d = X[:, None, :] - X[None, :, :]
-    r2 = np.sum(d * d, axis=-1, keepdims=True) + np.float32(SOFTENING)
-    F = np.sum(-d / (r2 * np.sqrt(r2)), axis=1)
-    V2 = V + F * dt
-    return X + V2 * dt, V2
+    return step_xp(np, X, V, dt)
 
 
 def reference(inputs):
     """The outputs every implementation is checked against."""
     return step_numpy(*inputs)
+
+
+def reference_rows(inputs, rows, block=256):
+    """reference(inputs)'s rows `rows` only, computed a block of rows at a time: bench/gpu.py checks
+    these at sizes whose [N, N, 3] NumPy temporaries would not fit in memory (or time)."""
+    X, V, dt = inputs
+    parts = [_step_rows(np, X[r], V[r], X, dt) for r in np.array_split(rows, max(1, len(rows) // block))]
+    return tuple(np.concatenate(k) for k in zip(*parts))
 
 
 def setup_numpy(inputs, opts):
@@ -92,6 +114,15 @@ def setup_ember_loop(inputs, opts):
     return run
 
 
+def _step_torch(torch, X, V, dt):
+    """step_numpy in PyTorch ops (on whatever device X and V are)."""
+    d = X[:, None, :] - X[None, :, :]
+    r2 = torch.sum(d * d, dim=-1, keepdim=True) + SOFTENING
+    F = torch.sum(-d / (r2 * torch.sqrt(r2)), dim=1)
+    V2 = V + F * dt
+    return X + V2 * dt, V2
+
+
 def _torch_setup(inputs, compiled):
     torch = require("torch")
     torch.set_num_threads(os.cpu_count() or 1)
@@ -99,11 +130,7 @@ def _torch_setup(inputs, compiled):
     dt = float(inputs[2])
 
     def step(X, V):
-        d = X[:, None, :] - X[None, :, :]
-        r2 = torch.sum(d * d, dim=-1, keepdim=True) + SOFTENING
-        F = torch.sum(-d / (r2 * torch.sqrt(r2)), dim=1)
-        V2 = V + F * dt
-        return X + V2 * dt, V2
+        return _step_torch(torch, X, V, dt)
 
     if compiled:
         try:
@@ -164,19 +191,19 @@ def setup_numba(inputs, opts):
     return run
 
 
+def _step_jax(jnp, X, V, dt):
+    """step_numpy in jax.numpy (to be jitted; XLA fuses what it can)."""
+    d = X[:, None, :] - X[None, :, :]
+    r2 = jnp.sum(d * d, axis=-1, keepdims=True) + 1e-4
+    F = jnp.sum(-d / (r2 * jnp.sqrt(r2)), axis=1)
+    V2 = V + F * dt
+    return X + V2 * dt, V2
+
+
 def setup_jax(inputs, opts):
     """JAX on CPU, jit-compiled broadcasting code (XLA fuses what it can)."""
     jax = require("jax")
-    jnp = jax.numpy
-
-    @jax.jit
-    def step(X, V, dt):
-        d = X[:, None, :] - X[None, :, :]
-        r2 = jnp.sum(d * d, axis=-1, keepdims=True) + 1e-4
-        F = jnp.sum(-d / (r2 * jnp.sqrt(r2)), axis=1)
-        V2 = V + F * dt
-        return X + V2 * dt, V2
-
+    step = jax.jit(functools.partial(_step_jax, jax.numpy))
     X, V = (jax.device_put(a) for a in inputs[:2])
     dt = np.float32(inputs[2])
 
@@ -285,3 +312,57 @@ IMPLS = {
     "warp": setup_warp,
     "tensorfrost": setup_tensorfrost,
 }
+
+
+# GPU setups (bench/gpu.py): setup(inputs, opts) -> (step, fetch), inputs uploaded once; see
+# bench/gpu_common.py. opts["device"] / opts["xp"] let a test run the peers' code on the CPU.
+
+def gpu_ember(inputs, opts):
+    """Ember: examples/nbody.py's step on opts["backend"] (one kernel, a thread per body)."""
+    em = ember_on(opts)
+    step = import_example("nbody").step
+    X, V = ember_upload(em, *inputs[:2])
+    dt = inputs[2]
+    return ember_steps(lambda: step(X, V, dt))
+
+
+def _gpu_torch(inputs, opts, compiled):
+    """The PyTorch GPU setup, eager or under torch.compile (shared by the two registered ones)."""
+    torch, dev, sync = torch_on(opts)
+    X, V = (torch.from_numpy(a).to(dev) for a in inputs[:2])
+    dt = float(inputs[2])
+    fn = lambda X, V: _step_torch(torch, X, V, dt)  # noqa: E731
+    fn = torch_compile(torch, fn) if compiled else fn
+    return torch_steps(torch, lambda: fn(X, V), sync)
+
+
+def gpu_torch(inputs, opts):
+    """PyTorch eager: the broadcasting code, [N, N, 3] temporaries in device memory."""
+    return _gpu_torch(inputs, opts, compiled=False)
+
+
+def gpu_torch_compile(inputs, opts):
+    """torch.compile of the same code (Inductor fuses it into Triton kernels)."""
+    return _gpu_torch(inputs, opts, compiled=True)
+
+
+def gpu_jax(inputs, opts):
+    """JAX: the broadcasting code under jax.jit on the GPU."""
+    jax, dev = jax_on(opts)
+    step = jax.jit(functools.partial(_step_jax, jax.numpy))
+    X, V = (jax.device_put(a, dev) for a in inputs[:2])
+    dt = np.float32(inputs[2])
+    return jax_steps(jax, lambda: step(X, V, dt))
+
+
+def gpu_cupy(inputs, opts):
+    """CuPy: step_numpy's broadcasting code with cupy for numpy ([N, N, 3] temporaries)."""
+    xp, sync = xp_on(opts)
+    X, V = (xp.asarray(a) for a in inputs[:2])
+    dt = inputs[2]
+    return xp_steps(xp, lambda: step_xp(xp, X, V, dt), sync)
+
+
+# jax last: its memory pool does not shrink (bench/gpu.py caps it).
+GPU_IMPLS = {"ember": gpu_ember, "torch": gpu_torch, "torch_compile": gpu_torch_compile,
+             "cupy": gpu_cupy, "jax": gpu_jax}

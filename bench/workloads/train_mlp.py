@@ -13,7 +13,9 @@ import os
 
 import numpy as np
 
-from common import import_ember, numpy_adam_step, quiet_output, require
+from common import import_ember, quiet_output, require
+from gpu_common import (ember_on, ember_steps, ember_upload, jax_on, jax_steps, torch_on, torch_steps, xp_on,
+                        xp_steps)
 
 NAME = "train_mlp"
 DEFAULT_N = 128      # batch size
@@ -34,30 +36,46 @@ def make_inputs(n, seed=0):
     return (X, y, idx) + tuple(p.astype(np.float32) for p in params)
 
 
-def _numpy_train(inputs, dtype):
-    """STEPS Adam steps in NumPy (forward, softmax cross-entropy, backward by hand)."""
+def _adam_xp(xp, p, m, v, grads, step):
+    """common.numpy_adam_step in array module xp (NumPy or CuPy), in place on the lists."""
+    for n, g in enumerate(grads):
+        m[n] = BETAS[0] * m[n] + (1 - BETAS[0]) * g
+        v[n] = BETAS[1] * v[n] + (1 - BETAS[1]) * g * g
+        mh = m[n] / (1 - BETAS[0] ** step)
+        vh = v[n] / (1 - BETAS[1] ** step)
+        p[n] = p[n] - LR * mh / (xp.sqrt(vh) + EPS)
+
+
+def _train_xp(xp, inputs, dtype):
+    """STEPS Adam steps in array module xp on its arrays `inputs` (forward, softmax cross-entropy,
+    backward by hand); returns the final parameters."""
     X, y, idx, *params = inputs
     X = X.astype(dtype)
     p = [a.astype(dtype) for a in params]
-    m = [np.zeros_like(a) for a in p]
-    v = [np.zeros_like(a) for a in p]
+    m = [xp.zeros_like(a) for a in p]
+    v = [xp.zeros_like(a) for a in p]
     for t in range(1, STEPS + 1):
         xb, yb = X[idx[t - 1]], y[idx[t - 1]]
         W1, b1, W2, b2 = p
         h_pre = xb @ W1.T + b1
-        h = np.maximum(h_pre, 0)
+        h = xp.maximum(h_pre, 0)
         z = h @ W2.T + b2
         z = z - z.max(axis=1, keepdims=True)
-        e = np.exp(z)
+        e = xp.exp(z)
         s = e / e.sum(axis=1, keepdims=True)
         dz = s
-        dz[np.arange(len(yb)), yb] -= 1
+        dz[xp.arange(len(yb)), yb] -= 1
         dz /= len(yb)
         gW2, gb2 = dz.T @ h, dz.sum(0)
         dh = (dz @ W2) * (h_pre > 0)
         gW1, gb1 = dh.T @ xb, dh.sum(0)
-        numpy_adam_step(p, m, v, (gW1, gb1, gW2, gb2), t, LR, BETAS, EPS)
+        _adam_xp(xp, p, m, v, (gW1, gb1, gW2, gb2), t)
     return tuple(a.astype(np.float32) for a in p)
+
+
+def _numpy_train(inputs, dtype):
+    """STEPS Adam steps in NumPy (forward, softmax cross-entropy, backward by hand)."""
+    return _train_xp(np, inputs, dtype)
 
 
 def reference(inputs):
@@ -70,13 +88,10 @@ def setup_numpy(inputs, opts):
     return lambda: _numpy_train(inputs, np.float32)
 
 
-def setup_ember(inputs, opts):
-    """Ember: the whole step (gather the batch, forward, cross-entropy, backward, Adam) is one
-    compiled program with the model and the optimizer as arguments, updated in place."""
-    em = import_ember()
-    em.init(backend=opts.get("backend", "cpu"))
-    X, y, idx, *params = inputs
-
+def _ember_trainer(em, data, params):
+    """train() -> model: STEPS Adam steps from `params` on `data` (X, y, idx as ember tensors), the
+    whole step (gather the batch, forward, cross-entropy, backward, Adam) one compiled program with
+    the model and the optimizer as arguments, updated in place."""
     class MLP(em.nn.Module):
         def __init__(self):
             self.fc1 = em.nn.Linear(FEATURES, HIDDEN)
@@ -93,27 +108,44 @@ def setup_ember(inputs, opts):
         opt.step(loss)
         return loss
 
-    Xd, yd, idxd = em.tensor(X), em.tensor(y), em.tensor(idx)
     model = MLP()
 
-    def run():
+    def train():
         model.load_state_dict({"fc1.weight": params[0], "fc1.bias": params[1],
                                "fc2.weight": params[2], "fc2.bias": params[3]})
         opt = em.optim.Adam(model, lr=LR, betas=BETAS, eps=EPS)
         for t in range(STEPS):
-            train_step(model, opt, Xd, yd, idxd, t)
-        sd = model.state_dict()
-        return sd["fc1.weight"], sd["fc1.bias"], sd["fc2.weight"], sd["fc2.bias"]
-    return run
+            train_step(model, opt, *data, t)
+        return model
+    return train
 
 
-def _torch_setup(inputs, compiled):
-    torch = require("torch")
-    torch.set_num_threads(os.cpu_count() or 1)
-    X, y, idx, *params = (torch.from_numpy(a) for a in inputs)
+def _ember_params(model):
+    """The trained parameters as NumPy arrays, in the reference's order."""
+    sd = model.state_dict()
+    return sd["fc1.weight"], sd["fc1.bias"], sd["fc2.weight"], sd["fc2.bias"]
+
+
+def setup_ember(inputs, opts):
+    """Ember: the whole step (gather the batch, forward, cross-entropy, backward, Adam) is one
+    compiled program with the model and the optimizer as arguments, updated in place."""
+    em = import_ember()
+    em.init(backend=opts.get("backend", "cpu"))
+    X, y, idx, *params = inputs
+    train = _ember_trainer(em, (em.tensor(X), em.tensor(y), em.tensor(idx)), params)
+    return lambda: _ember_params(train())
+
+
+def _torch_trainer(torch, dev, inputs, compiled):
+    """train() -> model: STEPS steps of nn.Linear layers, F.cross_entropy and optim.Adam on
+    device `dev` from the initial parameters (one optimizer, its state cleared per run, so a
+    compiled step is not recompiled for every new optimizer)."""
+    X, y, idx, *params = (torch.from_numpy(a).to(dev) for a in inputs)
     y = y.long()
     idx = idx.long()
-    model = torch.nn.Sequential(torch.nn.Linear(FEATURES, HIDDEN), torch.nn.ReLU(), torch.nn.Linear(HIDDEN, CLASSES))
+    model = torch.nn.Sequential(torch.nn.Linear(FEATURES, HIDDEN), torch.nn.ReLU(),
+                                torch.nn.Linear(HIDDEN, CLASSES)).to(dev)
+    opt = torch.optim.Adam(model.parameters(), lr=LR, betas=BETAS, eps=EPS)
 
     def step(opt, t):
         b = idx[t]
@@ -124,16 +156,23 @@ def _torch_setup(inputs, compiled):
         return loss
     fn = torch.compile(step) if compiled else step
 
-    def run():
+    def train():
         with torch.no_grad():
             for p, init in zip(model.parameters(), params):
                 p.copy_(init)
-        opt = torch.optim.Adam(model.parameters(), lr=LR, betas=BETAS, eps=EPS)
+        opt.state.clear()  # what a new Adam starts from (state made at the first step)
         with quiet_output():
             for t in range(STEPS):
                 fn(opt, t)
-        return tuple(p.detach().numpy().copy() for p in model.parameters())
-    return run
+        return model
+    return train
+
+
+def _torch_setup(inputs, compiled):
+    torch = require("torch")
+    torch.set_num_threads(os.cpu_count() or 1)
+    train = _torch_trainer(torch, torch.device("cpu"), inputs, compiled)
+    return lambda: tuple(p.detach().numpy().copy() for p in train().parameters())
 
 
 def setup_torch(inputs, opts):
@@ -146,11 +185,11 @@ def setup_torch_compile(inputs, opts):
     return _torch_setup(inputs, compiled=True)
 
 
-def setup_jax(inputs, opts):
-    """JAX: the step (gather, forward, value_and_grad, Adam by hand) under jax.jit."""
-    jax = require("jax")
+def _jax_trainer(jax, dev, inputs):
+    """train() -> params: STEPS steps, each (gather, forward, value_and_grad, Adam by hand) under
+    jax.jit, on device `dev`."""
     jnp = jax.numpy
-    X, y, idx, *params = (jnp.asarray(a) for a in inputs)
+    X, y, idx, *params = (jax.device_put(a, dev) for a in inputs)
 
     def loss_fn(p, xb, yb):
         W1, b1, W2, b2 = p
@@ -168,14 +207,21 @@ def setup_jax(inputs, opts):
              for pk, mk, vk in zip(p, m, v)]
         return p, m, v
 
-    def run():
+    def train():
         p = list(params)
         m = [jnp.zeros_like(a) for a in p]
         v = [jnp.zeros_like(a) for a in p]
         for t in range(STEPS):
-            p, m, v = step(p, m, v, jnp.int32(t))
-        return tuple(np.asarray(jax.block_until_ready(a)) for a in p)
-    return run
+            p, m, v = step(p, m, v, jax.device_put(np.int32(t), dev))
+        return p
+    return train
+
+
+def setup_jax(inputs, opts):
+    """JAX: the step (gather, forward, value_and_grad, Adam by hand) under jax.jit."""
+    jax = require("jax")
+    train = _jax_trainer(jax, jax.devices()[0], inputs)
+    return lambda: tuple(np.asarray(jax.block_until_ready(a)) for a in train())
 
 
 IMPLS = {"ember": setup_ember, "numpy": setup_numpy, "torch": setup_torch,
@@ -191,3 +237,52 @@ def summary(results, opts):
         else:
             parts.append(f"{impl} {r['status']}")
     return f"train_mlp ({STEPS} Adam steps per run): " + ", ".join(parts)
+
+
+# GPU setups (bench/gpu.py): setup(inputs, opts) -> (step, fetch), inputs uploaded once; see
+# bench/gpu_common.py. One step here is a whole run: STEPS training steps from the initial
+# parameters, so that its result can be checked against the reference.
+
+def gpu_ember(inputs, opts):
+    """Ember: the compiled train step on opts["backend"], the data set and batch indices uploaded
+    once (the model's parameters are em.nn.Module tensors, as a user has them)."""
+    em = ember_on(opts)
+    X, y, idx, *params = inputs
+    train = _ember_trainer(em, ember_upload(em, X, y, idx), params)
+    return ember_steps(lambda: tuple(p.data for p in train().parameters()))  # fc1 weight, bias, fc2 ...
+
+
+def _gpu_torch(inputs, opts, compiled):
+    """The PyTorch GPU setup, eager or under torch.compile (shared by the two registered ones)."""
+    torch, dev, sync = torch_on(opts)
+    train = _torch_trainer(torch, dev, inputs, compiled)
+    return torch_steps(torch, lambda: tuple(train().parameters()), sync, grad=True)
+
+
+def gpu_torch(inputs, opts):
+    """PyTorch eager on the GPU: nn.Linear, F.cross_entropy, optim.Adam."""
+    return _gpu_torch(inputs, opts, compiled=False)
+
+
+def gpu_torch_compile(inputs, opts):
+    """torch.compile of the step function (forward, backward, Adam) on the GPU."""
+    return _gpu_torch(inputs, opts, compiled=True)
+
+
+def gpu_jax(inputs, opts):
+    """JAX: the jitted step on the GPU."""
+    jax, dev = jax_on(opts)
+    train = _jax_trainer(jax, dev, inputs)
+    return jax_steps(jax, train)
+
+
+def gpu_cupy(inputs, opts):
+    """CuPy: the NumPy reference's hand-written forward, backward and Adam with cupy for numpy."""
+    xp, sync = xp_on(opts)
+    data = [xp.asarray(a) for a in inputs]
+    return xp_steps(xp, lambda: _train_xp(xp, data, np.float32), sync)
+
+
+# jax last: its memory pool does not shrink (bench/gpu.py caps it).
+GPU_IMPLS = {"ember": gpu_ember, "torch": gpu_torch, "torch_compile": gpu_torch_compile,
+             "cupy": gpu_cupy, "jax": gpu_jax}

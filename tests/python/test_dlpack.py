@@ -206,3 +206,60 @@ def test_pytorch_cpu_tensors_alias_both_ways():
     if "NO TORCH" in r.stdout:
         pytest.skip(f"{py} has no PyTorch")
     assert "OK" in r.stdout, r.stdout + r.stderr
+
+
+def test_pytorch_cuda_tensors_alias_both_ways():
+    """On a CUDA machine: a cuda-backend result exported to PyTorch as kDLCUDA without a copy, each
+    side's writes seen by the other, PyTorch's tensor outliving Ember's; a PyTorch device tensor
+    (plain device memory, not host-addressable) is refused by em.from_dlpack with BackendError."""
+    reason = _C.backend_unavailable("cuda") if "cuda" in em._program._BUILT_BACKENDS else "not built"
+    if reason:
+        pytest.skip(f"backend cuda unavailable: {reason}")
+    py = _torch_python()
+    if not py:
+        pytest.skip("no Python with PyTorch here (or set EMBER_TORCH_PYTHON)")
+    code = textwrap.dedent("""
+        import gc, sys
+        sys.path.insert(0, sys.argv[1])
+        import numpy as np
+        import torch
+        if not torch.cuda.is_available():
+            print("NO TORCH CUDA"); sys.exit(0)
+        import ember as em
+        em.init("cuda")
+
+        @em.compile
+        def twice(x: em.f32["N"]):  # noqa: F821
+            return x * 2.0
+
+        @em.compile
+        def bump(x: em.f32["N"]):  # noqa: F821
+            with em.kernel(x.shape) as i:
+                x[i] = x[i] + 1.0
+
+        a = np.random.default_rng(3).normal(size=1000).astype(np.float32)
+        t = twice(a)
+        assert t.__dlpack_device__() == (2, 0), t.__dlpack_device__()
+        y = torch.from_dlpack(t)                       # em -> torch, zero-copy on the GPU
+        assert y.device.type == "cuda" and y.data_ptr() == t._data_ptr
+        assert np.array_equal(y.cpu().numpy(), a * 2)
+        y.add_(1.0); torch.cuda.synchronize()          # torch writes, Ember sees
+        assert np.array_equal(t.numpy(), a * 2 + 1)
+        bump(t)                                        # Ember writes (its run ends synchronized), torch sees
+        assert np.array_equal(y.cpu().numpy(), a * 2 + 2)
+        del t; gc.collect()                            # torch's tensor keeps Ember's buffer alive
+        junk = [twice(a) for _ in range(16)]
+        assert np.array_equal(y.cpu().numpy(), a * 2 + 2)
+        try:
+            em.from_dlpack(torch.ones(4, device="cuda"))
+        except em.BackendError as e:
+            assert "kDLCUDA" in str(e), e
+        else:
+            raise AssertionError("a CUDA device tensor was accepted")
+        print("OK", torch.__version__, torch.cuda.get_device_name())
+    """)
+    r = subprocess.run([py, "-c", code, BUILD_PYTHON], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    if "NO TORCH CUDA" in r.stdout:
+        pytest.skip(f"{py}'s PyTorch has no CUDA device")
+    assert "OK" in r.stdout, r.stdout + r.stderr
