@@ -161,8 +161,9 @@ def warnings_in(stderr):
 
 
 def disk_entries_of(backend, cache):
-    """Whether `backend` keeps per-kernel entries on disk here (OpenGL: only with a binary format)."""
-    ext = {"cpu": "ref", "vulkan": "spv", "vulkan-hlsl": "spv", "opengl": "glbin"}[backend]
+    """The entries `backend` keeps on disk here: one per kernel (OpenGL: only with a binary format),
+    except cuda's one NVRTC module per program (its kernels are one translation unit)."""
+    ext = {"cpu": "ref", "vulkan": "spv", "vulkan-hlsl": "spv", "opengl": "glbin", "cuda": "cubin"}[backend]
     return sorted(p for p in os.listdir(cache) if p.endswith("." + ext))
 
 
@@ -174,7 +175,9 @@ def test_editing_one_kernel_recompiles_only_that_kernel(backend, tmp_path):
     if not disk_entries_of(backend, cache):
         pytest.skip(f"{backend} keeps no compiled kernels on disk here (no program binary format)")
     edited, err = run_child(backend, cache, "A", 2.5)  # another constant in one kernel
-    assert (edited["distinct_kernels"], edited["compiled_kernels"], edited["cache_hit"]) == (3, 1, False), edited
+    # cuda: the program's module is compiled again, every kernel in it
+    want = 3 if backend == "cuda" else 1
+    assert (edited["distinct_kernels"], edited["compiled_kernels"], edited["cache_hit"]) == (3, want, False), edited
     assert edited["translation_units"] == 1, edited
     again, err = run_child(backend, cache, "A", 1.5)
     assert (again["compiled_kernels"], again["translation_units"], again["cache_hit"]) == (0, 0, True), again
@@ -189,7 +192,8 @@ def test_another_program_reuses_a_shared_kernel(backend, tmp_path):
     if not disk_entries_of(backend, cache):
         pytest.skip(f"{backend} keeps no compiled kernels on disk here (no program binary format)")
     b, err = run_child(backend, cache, "B")
-    assert (b["distinct_kernels"], b["compiled_kernels"], b["cache_hit"]) == (2, 1, False), b  # A's sum(X * X) reused
+    want = 2 if backend == "cuda" else 1  # A's sum(X * X) reused (cuda: B's own module)
+    assert (b["distinct_kernels"], b["compiled_kernels"], b["cache_hit"]) == (2, want, False), b
     assert not warnings_in(err), err
 
 
@@ -199,7 +203,7 @@ def test_corrupt_kernel_entry_is_rebuilt_with_a_warning(backend, tmp_path):
     entries = disk_entries_of(backend, cache)
     if not entries:
         pytest.skip(f"{backend} keeps no compiled kernels on disk here (no program binary format)")
-    assert len(entries) == 3, entries
+    assert len(entries) == (1 if backend == "cuda" else 3), entries
     if backend == "cpu":
         # A kernel that shared its translation unit: compiled alone, it makes a new unit. (One that
         # had a unit to itself would find that unit's library on disk and be loaded, not compiled.)
@@ -208,7 +212,7 @@ def test_corrupt_kernel_entry_is_rebuilt_with_a_warning(backend, tmp_path):
     victim = cache / entries[0]
     victim.write_bytes(victim.read_bytes()[:-4] + b"junk")  # its checksum no longer matches
     r, err = run_child(backend, cache, "A", 1.5)  # the child checks the results
-    assert (r["compiled_kernels"], r["cache_hit"]) == (1, False), r
+    assert (r["compiled_kernels"], r["cache_hit"]) == (3 if backend == "cuda" else 1, False), r
     w = warnings_in(err)
     assert len(w) == 1 and entries[0] in w[0] and "rebuilding it" in w[0], err
     r, err = run_child(backend, cache, "A", 1.5)
@@ -242,7 +246,7 @@ def test_deleted_translation_unit_library_is_rebuilt_with_a_warning(tmp_path):
 def test_compile_jobs_split_missing_kernels_into_units(backend, tmp_path):
     """EMBER_COMPILE_JOBS=2 with 3 missing kernels: two cpu translation units compiled at once
     (EMBER_DEBUG=time shows both started before either ended); GPU backends compile one shader
-    per distinct kernel. EMBER_COMPILE_JOBS=1: one unit."""
+    per distinct kernel (cuda: one NVRTC unit per program). EMBER_COMPILE_JOBS=1: one unit."""
     r, err = run_child(backend, tmp_path / "two", "A", 1.5, env={"EMBER_COMPILE_JOBS": "2", "EMBER_DEBUG": "time"})
     assert r["compiled_kernels"] == 3, r
     if backend == "cpu":
@@ -257,6 +261,9 @@ def test_compile_jobs_split_missing_kernels_into_units(backend, tmp_path):
                                                                           "EMBER_DEBUG": "time"})
         assert (one["compiled_kernels"], one["translation_units"]) == (3, 1), one
         assert re.search(r"ember: cpu unit 1/1 .*\(compiled\) \[.*\], 3 kernels", err), err
+    elif backend == "cuda":  # one NVRTC translation unit for the program's kernels
+        assert r["translation_units"] == 1, r
+        assert re.search(r"ember: cuda module [0-9a-f]{16} nvrtc->(cubin|ptx) sm_\d+ .*\(compiled\)", err), err
     else:
         assert r["translation_units"] == 3, r
         lines = re.findall(r"ember: shader ember_[0-9a-f]{16} .*\(compiled\).* \[\+[0-9.]+ -> \+[0-9.]+ ms\], 1 kernel",

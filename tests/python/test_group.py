@@ -349,6 +349,8 @@ def test_storage_buffer_writes_before_a_barrier_are_visible_to_the_group(backend
     src = buffer_neighbours.source()
     if backend == "vulkan-hlsl":
         assert "AllMemoryBarrierWithGroupSync();" in src and "globallycoherent RWStructuredBuffer" in src
+    elif backend == "cuda":  # __syncthreads() also orders the block's global-memory accesses
+        assert "__syncthreads();" in src
     else:
         assert "memoryBarrierBuffer();" in src and "coherent buffer" in src
     # A barrier that no storage-buffer write precedes orders the group's shared memory only.

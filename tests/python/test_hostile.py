@@ -423,7 +423,7 @@ def run_py(code, backend, cache, *args, env=None, preexec=None, timeout=240):
                           preexec_fn=preexec)
 
 
-ARTIFACT = {"cpu": "so", "vulkan": "spv", "vulkan-hlsl": "spv", "opengl": "glbin"}
+ARTIFACT = {"cpu": "so", "vulkan": "spv", "vulkan-hlsl": "spv", "opengl": "glbin", "cuda": "cubin"}
 
 
 def entries(cache, ext):
@@ -495,9 +495,10 @@ def test_two_processes_compiling_one_program_into_one_cache(backend, tmp_path):
     if backend != "opengl" or arts:
         assert len(arts) == 1, names  # one kernel: exactly one entry
         key = arts[0][: -len(ext) - 1]
+        source = {"so": ["cpp"], "spv": ["hlsl" if backend == "vulkan-hlsl" else "glsl"], "glbin": ["glsl"],
+                  "cubin": []}[ext]  # cuda keeps the image only (prog.source("cuda") prints the text)
         assert sorted(n for n in names if n.startswith(key)) == sorted(
-            [arts[0], key + ".sum", key + "." + {"so": "cpp", "spv": "hlsl" if backend == "vulkan-hlsl" else "glsl",
-                                                 "glbin": "glsl"}[ext]]), names
+            [arts[0], key + ".sum"] + [key + "." + e for e in source]), names
     p = run_py(PROGRAM.replace("c = float(sys.argv[2]) if len(sys.argv) > 2 else 1.0", "c = 7.0"), backend, cache)
     assert p.returncode == 0 and ("OK True" in p.stdout or not arts), p.stdout + p.stderr
 
