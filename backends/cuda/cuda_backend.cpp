@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <mutex>
 #include <unordered_map>
 
 #include "backends/compile_cache.h"
@@ -82,6 +83,10 @@ class Runner : public KernelRunner {
   Runner(std::unordered_map<int, Kernel> kernels, std::vector<int> written_inputs)
       : kernels_(std::move(kernels)), inputs_(written_inputs) {}
 
+  // One run at a time (begin_run .. end_run): threads calling one program share this runner's
+  // written inputs and the memories its queued launches keep alive.
+  void begin_run() override { run_mu_.lock(); }
+
   void end_run(bool ok) override {
     try {
       synchronize();
@@ -89,8 +94,10 @@ class Runner : public KernelRunner {
     } catch (...) {
       inputs_.finish(false);
       keep_.clear();
+      run_mu_.unlock();
       throw;
     }
+    run_mu_.unlock();
   }
 
   // Zero-filled on the stream: the host waits for the memset (synchronize) before touching it.
@@ -157,6 +164,7 @@ class Runner : public KernelRunner {
   WrittenInputs inputs_;
   std::vector<std::shared_ptr<void>> keep_;  // memories of queued launches (not reused until done)
   bool pending_ = false;
+  std::mutex run_mu_;
 };
 
 class CudaBackend : public Backend {
