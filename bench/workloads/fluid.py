@@ -446,23 +446,14 @@ def gpu_ember(inputs, opts):
 
 
 def _gpu_torch(inputs, opts, compiled):
-    """The PyTorch GPU setup, eager or under torch.compile (shared by the two registered ones)."""
+    """The PyTorch GPU setups (GPU_IMPLS torch and torch_compile). PyTorch eager: torch.roll stencils and advanced-indexing gathers, a kernel per op.
+    Compiled: torch.compile of the same code (Inductor/Triton; the Jacobi loop unrolled by the trace)."""
     torch, dev, sync = torch_on(opts)
     U, V, D = (torch.from_numpy(a).to(dev) for a in inputs[:3])
     dt = float(inputs[3])
     fn = lambda U, V, D: _step_torch(torch, U, V, D, dt)  # noqa: E731
     fn = torch_compile(torch, fn) if compiled else fn
     return torch_steps(torch, lambda: fn(U, V, D), sync)
-
-
-def gpu_torch(inputs, opts):
-    """PyTorch eager: torch.roll stencils and advanced-indexing gathers, a kernel per op."""
-    return _gpu_torch(inputs, opts, compiled=False)
-
-
-def gpu_torch_compile(inputs, opts):
-    """torch.compile of the same code (Inductor/Triton; the Jacobi loop unrolled by the trace)."""
-    return _gpu_torch(inputs, opts, compiled=True)
 
 
 def gpu_jax(inputs, opts):
@@ -483,5 +474,6 @@ def gpu_cupy(inputs, opts):
 
 
 # jax last: its memory pool does not shrink (bench/gpu.py caps it).
-GPU_IMPLS = {"ember": gpu_ember, "torch": gpu_torch, "torch_compile": gpu_torch_compile,
+GPU_IMPLS = {"ember": gpu_ember, "torch": functools.partial(_gpu_torch, compiled=False),
+             "torch_compile": functools.partial(_gpu_torch, compiled=True),
              "cupy": gpu_cupy, "jax": gpu_jax}

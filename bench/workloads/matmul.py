@@ -6,6 +6,7 @@ setup raises common.Skip when the implementation cannot run here. Sum orders dif
 implementations; the reference is computed in float64.
 (No `from __future__ import annotations` here: em.compile must see real annotation objects.)
 """
+import functools
 import os
 
 import numpy as np
@@ -203,22 +204,13 @@ def gpu_ember(inputs, opts):
 
 
 def _gpu_torch(inputs, opts, compiled):
-    """The PyTorch GPU setup, eager or under torch.compile (shared by the two registered ones)."""
+    """The PyTorch GPU setups (GPU_IMPLS torch and torch_compile). PyTorch eager: torch.matmul (cuBLAS SGEMM).
+    Compiled: torch.compile of `a @ b` (default mode: Inductor calls cuBLAS for a lone matmul)."""
     torch, dev, sync = torch_on(opts)
     A, B = (torch.from_numpy(a).to(dev) for a in inputs)
     fn = torch.matmul
     fn = torch_compile(torch, lambda a, b: a @ b) if compiled else fn
     return torch_steps(torch, lambda: fn(A, B), sync)
-
-
-def gpu_torch(inputs, opts):
-    """PyTorch eager: torch.matmul (cuBLAS SGEMM)."""
-    return _gpu_torch(inputs, opts, compiled=False)
-
-
-def gpu_torch_compile(inputs, opts):
-    """torch.compile of `a @ b` (default mode: Inductor calls cuBLAS for a lone matmul)."""
-    return _gpu_torch(inputs, opts, compiled=True)
 
 
 def gpu_jax(inputs, opts):
@@ -237,5 +229,6 @@ def gpu_cupy(inputs, opts):
 
 
 # jax last: its memory pool does not shrink (bench/gpu.py caps it).
-GPU_IMPLS = {"ember": gpu_ember, "torch": gpu_torch, "torch_compile": gpu_torch_compile,
+GPU_IMPLS = {"ember": gpu_ember, "torch": functools.partial(_gpu_torch, compiled=False),
+             "torch_compile": functools.partial(_gpu_torch, compiled=True),
              "cupy": gpu_cupy, "jax": gpu_jax}

@@ -327,23 +327,14 @@ def gpu_ember(inputs, opts):
 
 
 def _gpu_torch(inputs, opts, compiled):
-    """The PyTorch GPU setup, eager or under torch.compile (shared by the two registered ones)."""
+    """The PyTorch GPU setups (GPU_IMPLS torch and torch_compile). PyTorch eager: the broadcasting code, [N, N, 3] temporaries in device memory.
+    Compiled: torch.compile of the same code (Inductor fuses it into Triton kernels)."""
     torch, dev, sync = torch_on(opts)
     X, V = (torch.from_numpy(a).to(dev) for a in inputs[:2])
     dt = float(inputs[2])
     fn = lambda X, V: _step_torch(torch, X, V, dt)  # noqa: E731
     fn = torch_compile(torch, fn) if compiled else fn
     return torch_steps(torch, lambda: fn(X, V), sync)
-
-
-def gpu_torch(inputs, opts):
-    """PyTorch eager: the broadcasting code, [N, N, 3] temporaries in device memory."""
-    return _gpu_torch(inputs, opts, compiled=False)
-
-
-def gpu_torch_compile(inputs, opts):
-    """torch.compile of the same code (Inductor fuses it into Triton kernels)."""
-    return _gpu_torch(inputs, opts, compiled=True)
 
 
 def gpu_jax(inputs, opts):
@@ -364,5 +355,6 @@ def gpu_cupy(inputs, opts):
 
 
 # jax last: its memory pool does not shrink (bench/gpu.py caps it).
-GPU_IMPLS = {"ember": gpu_ember, "torch": gpu_torch, "torch_compile": gpu_torch_compile,
+GPU_IMPLS = {"ember": gpu_ember, "torch": functools.partial(_gpu_torch, compiled=False),
+             "torch_compile": functools.partial(_gpu_torch, compiled=True),
              "cupy": gpu_cupy, "jax": gpu_jax}

@@ -9,6 +9,7 @@ NumPy forward/backward/Adam in float32. Ember compiles the whole step (forward, 
 optimizer) into one program taking the model and the optimizer as arguments.
 (No `from __future__ import annotations` here: em.compile must see real annotation objects.)
 """
+import functools
 import os
 
 import numpy as np
@@ -253,20 +254,11 @@ def gpu_ember(inputs, opts):
 
 
 def _gpu_torch(inputs, opts, compiled):
-    """The PyTorch GPU setup, eager or under torch.compile (shared by the two registered ones)."""
+    """The PyTorch GPU setups (GPU_IMPLS torch and torch_compile). PyTorch eager on the GPU: nn.Linear, F.cross_entropy, optim.Adam.
+    Compiled: torch.compile of the step function (forward, backward, Adam) on the GPU."""
     torch, dev, sync = torch_on(opts)
     train = _torch_trainer(torch, dev, inputs, compiled)
     return torch_steps(torch, lambda: tuple(train().parameters()), sync, grad=True)
-
-
-def gpu_torch(inputs, opts):
-    """PyTorch eager on the GPU: nn.Linear, F.cross_entropy, optim.Adam."""
-    return _gpu_torch(inputs, opts, compiled=False)
-
-
-def gpu_torch_compile(inputs, opts):
-    """torch.compile of the step function (forward, backward, Adam) on the GPU."""
-    return _gpu_torch(inputs, opts, compiled=True)
 
 
 def gpu_jax(inputs, opts):
@@ -284,5 +276,6 @@ def gpu_cupy(inputs, opts):
 
 
 # jax last: its memory pool does not shrink (bench/gpu.py caps it).
-GPU_IMPLS = {"ember": gpu_ember, "torch": gpu_torch, "torch_compile": gpu_torch_compile,
+GPU_IMPLS = {"ember": gpu_ember, "torch": functools.partial(_gpu_torch, compiled=False),
+             "torch_compile": functools.partial(_gpu_torch, compiled=True),
              "cupy": gpu_cupy, "jax": gpu_jax}
