@@ -416,14 +416,12 @@ class BufferUses {
 };
 
 // Fuses `load` if legal and cheap; the loads of the recomputation are appended to `new_loads`.
-// `k1` receives the producer kernel once it is known (null: the load has none to fuse from).
 bool fuse_one(Program& p, DependenceAnalysis& dep, Node* load, Positions& pos, BufferUses& counts,
-              std::vector<char>& copies, ConeMarks& marks, std::vector<Node*>& new_loads, Node*& k1_out) {
+              std::vector<char>& copies, ConeMarks& marks, std::vector<Node*>& new_loads) {
   Node* buf = load->operand(0);
   Node* st = counts.identity_store(buf);
   if (!st) return false;
   Node* k1 = st->parent;
-  k1_out = k1;
   if (!k1->group.empty()) return false;  // its values may depend on barriers and group buffers
   Node* k2 = load->enclosing_kernel();
   if (!k2 || k2 == k1 || pos.at(k1) >= pos.at(load)) return false;
@@ -498,89 +496,63 @@ bool fuse_one(Program& p, DependenceAnalysis& dep, Node* load, Positions& pos, B
   return true;
 }
 
-// A load's last failed fusion, and what it depended on that a later fusion can change: whether
-// a retry can succeed is known without redoing it (below).
-// 12 bytes: the table is indexed by node id, and a large program has tens of thousands.
-struct Attempt {
-  uint32_t epoch = 0;    // fusions done before it, plus one (0: never tried)
-  int32_t k1 = -1;       // the producer kernel's id (-1: none, which no fusion changes)
-  bool repeated = false;  // BufferUses::repeated of the buffer then
-  bool stays = false;     // the buffer had other loads then
-};
-
-}  // namespace
-
-bool fuse_loads(Program& p) {
+bool fuse_loads_sweep(Program& p, bool check_one_sweep) {
   // Loads are tried in program order; the loads of a recomputation are tried right after the
-  // load they replaced (where they now are). A sweep visits each load once; a second sweep
-  // retries the loads that failed before (fusing into a producer can make its cone legal to
-  // copy), until one changes nothing. Node visits grow linearly with the program.
-  // A retry is made only when something the failed attempt depended on changed since: the
-  // producer kernel received a fusion (its cone is different), or the buffer's loads went down
-  // so that it is no longer read at several places by one kernel, or no longer by any other
-  // load (both only tighten the limits of fuse_one when they hold). Every other input of
-  // fuse_one (the stores, the positions, the consumer's loops and writes) no fusion changes, so
-  // the retry would fail again: the result is the same, without the second sweep's cones.
+  // load they replaced (where they now are). One sweep visits each load once, so node visits
+  // grow linearly with the program, and a second sweep would fuse nothing (EMBER_VERIFY checks
+  // it: fuse_loads_checking_one_sweep): what a failed attempt depends on is either the
+  // load's own (its consumer's loops, writes and operands; its reading factor; the stores and
+  // positions, which no fusion changes) or the producer kernel's cone and its buffer's loads.
+  // The producer precedes the load, so every fusion into it was made before the load was tried;
+  // a later load of the same buffer meets the same cone, the same buffer-wide limits and the
+  // same duplicated cost, so it fuses (changing the buffer's loads) only where this one would.
   auto candidate = [](const Node* n) {
     return n->op == Op::load && !n->dead && !n->flat && n->operand(0)->op == Op::buffer && n->enclosing_kernel();
   };
   bool changed = false;
-  std::vector<char> copies;                              // by node id: made by a fusion of this pass
-  ConeMarks marks;                                       // the cone being built
-  std::vector<Attempt> attempts(static_cast<size_t>(p.id_bound()));  // by load id
-  std::unordered_map<int, uint32_t> fused_into;          // kernel id -> the epoch of its last fusion
-  uint32_t epoch = 1;
-  // Whether a load whose last attempt was `a` might fuse now (see above).
-  auto may_succeed_now = [&](const Attempt& a, const Node* buf, BufferUses& counts) {
-    if (a.k1 < 0) return false;
-    auto f = fused_into.find(a.k1);
-    if (f != fused_into.end() && f->second > a.epoch) return true;
-    return (a.repeated && !counts.repeated(buf)) || (a.stays && counts.total(buf) <= 1);
-  };
+  std::vector<char> copies;  // by node id: made by a fusion of this pass
+  ConeMarks marks;           // the cone being built
   DependenceAnalysis dep;
-  BufferUses counts;  // kept up to date by every fusion, so valid across sweeps
-  // The first sweep takes the positions and the loads from one walk. A later sweep needs no walk:
-  // its loads are those the sweep before did not fuse, already in program order (loads are tried
-  // in program order, and a fusion inserts its copies at the load it fuses, after every load
-  // tried before), and the positions stay exact (a copy takes the position of the load it
-  // replaces; nothing else this pass makes is asked for one).
+  BufferUses counts;  // kept up to date by every fusion
+  // The positions and the loads come from one walk; a copy takes the position of the load it
+  // replaces (nothing else this pass makes is asked for one), so the positions stay exact.
   std::vector<Node*> work;  // a stack: the next load is at the back
   Positions pos = program_positions(p, [&](Node* n) {
     if (candidate(n)) work.push_back(n);
   });
   std::reverse(work.begin(), work.end());
-  for (int sweep = 0; sweep < 64; ++sweep) {
-    bool any = false;
-    std::vector<Node*> fresh, unfused;
-    while (!work.empty()) {
-      Node* l = work.back();
-      work.pop_back();
-      if (!candidate(l)) continue;
-      unfused.push_back(l);
-      if (static_cast<size_t>(l->id) >= attempts.size()) attempts.resize(static_cast<size_t>(l->id) * 3 / 2 + 1);
-      Attempt& a = attempts[static_cast<size_t>(l->id)];
-      if (a.epoch && !may_succeed_now(a, l->operand(0), counts)) continue;
-      fresh.clear();
-      Node* k1 = nullptr;
-      Node* k2 = l->enclosing_kernel();
-      if (!fuse_one(p, dep, l, pos, counts, copies, marks, fresh, k1)) {
-        const Node* buf = l->operand(0);
-        a = Attempt{epoch, k1 ? k1->id : -1, k1 && counts.repeated(buf), k1 && counts.total(buf) > 1};
-        continue;
-      }
-      unfused.pop_back();
-      any = true;
-      fused_into[k2->id] = ++epoch;
-      // Copies are made in program order, so ids order them: the first is tried first.
-      std::sort(fresh.begin(), fresh.end(), [](const Node* a, const Node* b) { return a->id > b->id; });
-      for (auto it = fresh.begin(); it != fresh.end(); ++it)
-        if (candidate(*it)) work.push_back(*it);
+  std::vector<Node*> fresh, unfused;
+  while (!work.empty()) {
+    Node* l = work.back();
+    work.pop_back();
+    if (!candidate(l)) continue;
+    fresh.clear();
+    if (!fuse_one(p, dep, l, pos, counts, copies, marks, fresh)) {
+      if (check_one_sweep) unfused.push_back(l);
+      continue;
     }
-    if (!any) break;
     changed = true;
-    work.assign(unfused.rbegin(), unfused.rend());
+    // Copies are made in program order, so ids order them: the first is tried first.
+    std::sort(fresh.begin(), fresh.end(), [](const Node* a, const Node* b) { return a->id > b->id; });
+    for (Node* f : fresh)
+      if (candidate(f)) work.push_back(f);
+  }
+  // check_one_sweep (EMBER_VERIFY): each load the sweep left, tried again in order with the
+  // sweep's state, fuses no more. (A new run of the pass may: it does not know what this one
+  // copied, which the duplicated-cost limit counts.)
+  for (Node* l : unfused) {
+    if (!candidate(l)) continue;
+    fresh.clear();
+    EMBER_INTERNAL_ASSERT(!fuse_one(p, dep, l, pos, counts, copies, marks, fresh),
+                          "fuse_loads fused load %" << l->id << " on a second sweep: one sweep was not enough");
   }
   return changed;
 }
+
+}  // namespace
+
+bool fuse_loads(Program& p) { return fuse_loads_sweep(p, false); }
+
+bool fuse_loads_checking_one_sweep(Program& p) { return fuse_loads_sweep(p, true); }
 
 }  // namespace ember

@@ -6,5 +6,8 @@
 namespace ember {
 
 bool fuse_loads(Program& p);
+// The same, then (EMBER_VERIFY) tries every load it left once more, with the pass's state (what
+// it copied, the buffers' loads), and asserts that none fuses: one sweep is enough.
+bool fuse_loads_checking_one_sweep(Program& p);
 
 }  // namespace ember

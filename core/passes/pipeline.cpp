@@ -176,7 +176,9 @@ std::vector<PassRecord> run_pipeline(Program& p, const PipelineOptions& opt) {
   for (const Step& s : steps()) {
     if ((s.group_lowering && !opt.lower_groups) || (s.tiling && !opt.tile_threads)) continue;
     if (!s.cleanup) {
-      dirty |= run(s.pass.name, s.pass.fn);
+      // EMBER_VERIFY: fuse_loads also checks that its one sweep left nothing a second would fuse.
+      const bool check = opt.verify && s.pass.fn == fuse_loads;
+      dirty |= run(s.pass.name, check ? fuse_loads_checking_one_sweep : s.pass.fn);
       step_before = s.pass.name;
       continue;
     }

@@ -101,6 +101,18 @@ TEST(CompileScaling, EveryPassVisitsGrowLinearly) {
   }
 }
 
+// fuse_loads makes one sweep (each load tried once, a recomputation's loads right after it): with
+// the verifier on, the pipeline runs it a second time and asserts that it fuses nothing more.
+TEST(CompileScaling, FuseLoadsNeedsOneSweep) {
+  std::unique_ptr<Program> p = stencil(60);
+  PipelineOptions opt;
+  opt.verify = true;
+  opt.tile_threads = true;
+  bool fused = false;
+  for (const PassRecord& r : run_pipeline(*p, opt)) fused |= r.name == "fuse_loads" && r.changed;
+  EXPECT_TRUE(fused);
+}
+
 // Erasing the users of a widely shared value costs O(1) each (use slots), not a scan of its use
 // list: node visits (drop_use counts the operands it looks at) grow linearly with the users.
 uint64_t erase_users_visits(int users) {
