@@ -322,7 +322,8 @@ def main():
         opts["xp"] = "numpy"
     info = {**machine_info(), **gpu_info(), "packages": package_versions(),
             "ember_build": os.environ.get("EMBER_BUILD_DIR"), "ember_backend": a.backend}
-    info["commit"] = info.get("commit") or os.environ.get("EMBER_COMMIT")
+    # EMBER_COMMIT names the tree when git cannot (the device tool's copy carried a stale .git).
+    info["commit"] = os.environ.get("EMBER_COMMIT") or info.get("commit")
     say(f"# {info.get('gpu') or 'no GPU found'} (driver {info.get('driver')}), {info['cpu_model']}, "
         f"{info['date']}, commit {info['commit']}")
     say(f"# packages: {info['packages']}")
