@@ -88,16 +88,15 @@ class Runner : public KernelRunner {
   void begin_run() override { run_mu_.lock(); }
 
   void end_run(bool ok) override {
+    std::lock_guard<std::mutex> unlock_at_exit(run_mu_, std::adopt_lock);  // begin_run's lock
     try {
       synchronize();
       inputs_.finish(ok);
     } catch (...) {
       inputs_.finish(false);
       keep_.clear();
-      run_mu_.unlock();
       throw;
     }
-    run_mu_.unlock();
   }
 
   // Zero-filled on the stream: the host waits for the memset (synchronize) before touching it.

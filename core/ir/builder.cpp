@@ -84,17 +84,17 @@ void Builder::Candidates::insert(size_t key, Node* n) {
     std::vector<Entry> old;
     old.swap(slots_);
     slots_.assign(old.empty() ? 16 : old.size() * 2, Entry{});
-    for (const Entry& e : old) {
-      if (!e.n) continue;
-      size_t i = home(e.key);
-      while (slots_[i].n) i = (i + 1) & (slots_.size() - 1);
-      slots_[i] = e;
-    }
+    for (const Entry& e : old)
+      if (e.n) put(e);
   }
-  size_t i = home(key);
-  while (slots_[i].n) i = (i + 1) & (slots_.size() - 1);
-  slots_[i] = {key, n};
+  put({key, n});
   ++used_;
+}
+
+void Builder::Candidates::put(const Entry& e) {
+  size_t i = home(e.key);
+  while (slots_[i].n) i = (i + 1) & (slots_.size() - 1);
+  slots_[i] = e;
 }
 
 Node* Builder::constant(DType t, uint32_t bits) {

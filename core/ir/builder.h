@@ -99,6 +99,7 @@ class Builder {
       size_t key = 0;
       Node* n = nullptr;  // null: empty
     };
+    void put(const Entry& e);  // into the first free slot from its key's home (there is one)
     size_t home(size_t key) const { return ((key ^ (key >> 29)) * 0xbf58476d1ce4e5b9ull >> 24) & (slots_.size() - 1); }
     std::vector<Entry> slots_;
     size_t used_ = 0;
