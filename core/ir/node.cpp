@@ -362,6 +362,7 @@ static void walk(Node* scope, const std::function<void(Node*)>& f) {
   for (Node* c = scope->first_child; c;) {
     ++node_visit_counter();
     Node* next = c->next;
+    prefetch_node(next);
     f(c);
     if (!c->dead && c->first_child) walk(c, f);
     c = next;

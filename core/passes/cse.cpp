@@ -132,6 +132,7 @@ class Cse {
     values_.open_scope();
     for (Node* c = s->first_child; c;) {
       Node* next = c->next;
+      prefetch_node(next);
       if (c->op == Op::loop) {
         // A write anywhere in a loop body is seen by the next iteration's loads.
         std::unordered_set<const Node*> writes;

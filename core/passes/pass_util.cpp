@@ -56,6 +56,7 @@ void walk_subtree(Node* n, const std::function<void(Node*)>& f) {
   f(n);
   for (Node* c = n->first_child; c;) {
     Node* next = c->next;
+    prefetch_node(next);
     walk_subtree(c, f);
     c = next;
   }

@@ -54,3 +54,15 @@ def test_workload_counts_min_of_repetitions_per_size(tmp_path):
                     200: {"cpu": [20.0, 16.0, 17.0], "wall": [4, 8, 9]}}}
     assert cs.pass_growth(m, (50, 100, 200)) == [(50, 100, 2.0), (100, 200, 2.0)]
     assert cs.pass_growth({}, (50, 100)) == []
+
+
+def test_child_counts_node_visits_that_grow_linearly(tmp_path):
+    """The table's "node visits" row: every pass's visits summed, from a cold compile in a new
+    process; doubling the steps doubles them (the work the passes do, free of cache effects)."""
+    visits = {}
+    for steps in (20, 40):
+        r = cs._run_child(steps, "cpu", str(tmp_path / f"cache{steps}"))
+        assert not r["program_cache_hit"]
+        visits[steps] = r["node_visits"]
+    assert visits[20] > 1000
+    assert 1.9 <= visits[40] / visits[20] <= 2.1, visits
