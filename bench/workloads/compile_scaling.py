@@ -232,6 +232,12 @@ def format_table(m, sizes=SIZES):
             vals = [min(ps[s][key]) for s in sizes]
             g = " / ".join(f"{b / a:.2f}x" for a, b in zip(vals, vals[1:]))
             lines.append(f"| {label} | " + " | ".join(f"{v:.1f}" for v in vals) + f" | {g} |")
+        # The same minimum per node visit: flat when only the cache, not the work per node, changes.
+        visits = [m[s][0].get("node_visits") for s in sizes]
+        if all(visits):
+            per = [min(ps[s]["cpu"]) * 1e6 / v for s, v in zip(sizes, visits)]
+            lines.append("| passes CPU ns per node visit (min above / visits) | " + " | ".join(f"{x:.0f}" for x in per)
+                         + " | |")
     warm = [m[s][1] for s in sizes]
     lines.append("| first result ms (warm cache, new process) | " + " | ".join(fmt(w["first_ms"], "{:.1f}") for w in warm)
                  + " | |")

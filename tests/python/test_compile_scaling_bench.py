@@ -66,3 +66,19 @@ def test_child_counts_node_visits_that_grow_linearly(tmp_path):
         visits[steps] = r["node_visits"]
     assert visits[20] > 1000
     assert 1.9 <= visits[40] / visits[20] <= 2.1, visits
+
+
+def test_table_gives_time_per_node_visit():
+    """format_table's rows from synthetic measurements: the pass-time minimum per node visit is flat
+    when time and visits double together, and the growth line reads the minima."""
+    sizes = (50, 100)
+    cold = {50: {"node_visits": 1000, "first_ms": 500.0, "slowest_passes": []},
+            100: {"node_visits": 2000, "first_ms": 600.0, "slowest_passes": [("fuse_loads", 1.0)]}}
+    warm = {"first_ms": 20.0, "trace_ms": 0.0, "program_cache_hit": True, "trace_cache_hit": True}
+    m = {s: (cold[s], warm) for s in sizes}
+    m["passes"] = {50: {"cpu": [3.0, 2.0], "wall": [3.0, 2.0]}, 100: {"cpu": [4.0, 5.0], "wall": [4.0, 5.0]}}
+    m["nbody"] = {"first_ms": 200.0, "passes_ms": 1.0, "codegen_ms": 1.0, "compile_ms": 190.0}
+    table = cs.format_table(m, sizes)
+    assert "| passes CPU ns per node visit (min above / visits) | 2000 | 2000 | |" in table
+    assert "| node visits, all passes | 1000 | 2000 | 2.00x |" in table
+    assert "50->100 steps 2.00x (goal <= 2.2x)" in table
