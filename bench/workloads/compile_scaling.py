@@ -12,6 +12,10 @@ One compile per process is a single sample on a shared machine, so the pass time
 the goal bounds are also measured apart: one process per run compiles the sizes round-robin, each REPS times
 (program cache off; a first, uncounted compile fills the kernel cache) and the table gives the minimum, in wall time and in the
 compiling thread's CPU time (stats passes_cpu_ms, which other processes' load does not inflate).
+The same is measured for the gradient of the stencil (em.grad through every step: the program
+autodiff makes, about three times the nodes), and every pass's node visits are counted: they
+double exactly, so growth beyond 2x is the memory hierarchy (the program outgrowing L2, then L3),
+not more work per node.
 Run it with `bench/run.py --workload compile_scaling`.
 (No `from __future__ import annotations` here: em.compile must see real annotation objects.)
 """
@@ -34,6 +38,7 @@ STEPS = 200              # the issue's program
 SIZES = (50, 100, 200, 400)
 GRID = (64, 64)          # grid of the compile measurements (compile time does not depend on it)
 REPS = 15                # compiles per size in the pass-time process, round-robin (the minimum is reported)
+GRADIENT_REPS = 5        # the same for the gradient programs (three times the nodes)
 
 
 def stencil_program(em, steps):
@@ -49,6 +54,22 @@ def stencil_program(em, steps):
         return u, v
     big.__name__ = f"stencil{steps}"
     return em.compile(big)
+
+
+def stencil_gradient_program(em, steps):
+    """The gradient of sum(u * v) after `steps` steps of the stencil with respect to the initial
+    u: the program autodiff makes of the issue's simulation (about three times its nodes)."""
+    def big_grad(u0: em.f32["H", "W"], v: em.f32["H", "W"]):  # noqa: F821 (symbolic dims)
+        u = u0
+        i, j = em.indices(u.shape)
+        for k in range(steps):
+            lap = u[i + 1, j] + u[i - 1, j] + u[i, j + 1] + u[i, j - 1] - 4.0 * u[i, j]
+            u, v = u + 0.1 * lap * em.tanh(v), v + em.sin(u) * 0.01
+            if k % 20 == 0:
+                u = u / em.sqrt(em.sum(u * u) + 1.0)
+        return em.grad(em.sum(u * v), u0)
+    big_grad.__name__ = f"stencil_grad{steps}"
+    return em.compile(big_grad)
 
 
 def make_inputs(n, seed=0):
@@ -158,22 +179,25 @@ def _child(steps, backend):
     }))
 
 
-def _passes_child(sizes, backend, reps):
+def _passes_child(sizes, backend, reps, gradient=False):
     """Runs in a new process: compiles the sizes round-robin (50, 100, 200, 400, 50, ...) 1 + `reps`
     times each (a fresh trace each time; the program cache is off, so the pipeline runs every time;
     the first round, which also fills the kernel cache, is not counted) and prints one JSON line
-    {steps: {"cpu": [ms...], "wall": [ms...]}} of pass times. Round-robin, every size sees the heap
+    {steps: {"cpu": [ms...], "wall": [ms...], "visits": node visits}} of pass times; `gradient`:
+    of the stencil's gradient program instead. Round-robin, every size sees the heap
     the others leave behind: compiled in blocks, a size's later repetitions reuse the blocks its
     first one freed and run up to 2x faster than a first compile, so each size's minimum depended
     on the order."""
     em = import_ember()
     em.init(backend)
-    fns = {steps: stencil_program(em, steps).fn for steps in sizes}
-    out = {steps: {"cpu": [], "wall": []} for steps in sizes}
+    make = stencil_gradient_program if gradient else stencil_program
+    fns = {steps: make(em, steps).fn for steps in sizes}
+    out = {steps: {"cpu": [], "wall": [], "visits": 0} for steps in sizes}
     for rep in range(1 + reps):
         for steps in sizes:
-            st = em.compile(fns[steps], name=f"stencil{steps}", trace_cache=False).stats
+            st = em.compile(fns[steps], name=f"{fns[steps].__name__}", trace_cache=False).stats
             assert not st["program_cache_hit"], "the program cache is on: the pipeline did not run"
+            out[steps]["visits"] = sum(p["visits"] for p in st["passes"])
             if rep == 0:
                 continue
             out[steps]["cpu"].append(st["passes_cpu_ms"])
@@ -203,7 +227,10 @@ def measure(backend="cpu", sizes=SIZES, reps=REPS):
             out[steps] = (cold, warm)
         passes = _run_child(",".join(map(str, sizes)), backend, shared, "passes",
                             {"EMBER_PROGRAM_CACHE": "0", "EMBER_REPS": str(reps)})
+        grad = _run_child(",".join(map(str, sizes)), backend, shared, "gradient",
+                          {"EMBER_PROGRAM_CACHE": "0", "EMBER_REPS": str(GRADIENT_REPS)})
     out["passes"] = {int(k): v for k, v in passes.items()}
+    out["gradient_passes"] = {int(k): v for k, v in grad.items()}
     with tempfile.TemporaryDirectory(prefix="ember-cs-") as d:
         out["nbody"] = _run_child(0, backend, d)
     return out
@@ -238,6 +265,18 @@ def format_table(m, sizes=SIZES):
             per = [min(ps[s]["cpu"]) * 1e6 / v for s, v in zip(sizes, visits)]
             lines.append("| passes CPU ns per node visit (min above / visits) | " + " | ".join(f"{x:.0f}" for x in per)
                          + " | |")
+    gp = m.get("gradient_passes")
+    if gp:
+        reps = len(gp[sizes[0]]["cpu"])
+        vals = [min(gp[s]["cpu"]) for s in sizes]
+        g = " / ".join(f"{b / a:.2f}x" for a, b in zip(vals, vals[1:]))
+        lines.append(f"| gradient program: passes CPU ms, min of {reps} round-robin | "
+                     + " | ".join(f"{v:.1f}" for v in vals) + f" | {g} |")
+        visits = [gp[s]["visits"] for s in sizes]
+        g = " / ".join(f"{b / a:.2f}x" for a, b in zip(visits, visits[1:]))
+        lines.append("| gradient program: node visits, all passes | " + " | ".join(str(v) for v in visits) + f" | {g} |")
+        lines.append("| gradient program: ns per node visit | "
+                     + " | ".join(f"{v * 1e6 / n:.0f}" for v, n in zip(vals, visits)) + " | |")
     warm = [m[s][1] for s in sizes]
     lines.append("| first result ms (warm cache, new process) | " + " | ".join(fmt(w["first_ms"], "{:.1f}") for w in warm)
                  + " | |")
@@ -246,9 +285,12 @@ def format_table(m, sizes=SIZES):
     lines.append("| trace cache hit (warm) | " + " | ".join(str(w.get("trace_cache_hit")) for w in warm) + " | |")
     nb = m["nbody"]
     growth = pass_growth(m, sizes)
+    grad_growth = pass_growth(m, sizes, "gradient_passes")
     goals = [
         "- pass time growth per doubling (CPU, min of each size's compiles in one process): "
         + " / ".join(f"{a}->{b} steps {g:.2f}x" for a, b, g in growth) + " (goal <= 2.2x)" if growth else None,
+        "- the same for the gradient program: "
+        + " / ".join(f"{a}->{b} steps {g:.2f}x" for a, b, g in grad_growth) if grad_growth else None,
         f"- 200 steps, cold cache: {m[200][0]['first_ms'] / 1e3:.2f} s to the first result (goal <= 3 s; 35 s before)"
         if 200 in m else None,
         f"- 200 steps, warm cache in a new process: {m[200][1]['first_ms']:.1f} ms (goal <= 50 ms)" if 200 in m else None,
@@ -262,9 +304,10 @@ def format_table(m, sizes=SIZES):
     return "\n".join(lines + [""] + [g for g in goals if g])
 
 
-def pass_growth(m, sizes=SIZES):
-    """[(steps, 2 * steps, growth of the minimum pass CPU time)] for each doubling in `sizes`."""
-    ps = m.get("passes")
+def pass_growth(m, sizes=SIZES, key="passes"):
+    """[(steps, 2 * steps, growth of the minimum pass CPU time)] for each doubling in `sizes`, of
+    m[key]: "passes" (the stencil) or "gradient_passes" (its gradient program)."""
+    ps = m.get(key)
     if not ps:
         return []
     return [(a, b, min(ps[b]["cpu"]) / min(ps[a]["cpu"])) for a, b in zip(sizes, sizes[1:]) if b == 2 * a]
@@ -279,7 +322,8 @@ def summary(results, opts=None):
 if __name__ == "__main__":
     if len(sys.argv) >= 2 and sys.argv[1] == "child":
         _child(int(sys.argv[2]), sys.argv[3])
-    elif len(sys.argv) >= 2 and sys.argv[1] == "passes":
-        _passes_child([int(s) for s in sys.argv[2].split(",")], sys.argv[3], int(os.environ.get("EMBER_REPS", REPS)))
+    elif len(sys.argv) >= 2 and sys.argv[1] in ("passes", "gradient"):
+        _passes_child([int(s) for s in sys.argv[2].split(",")], sys.argv[3], int(os.environ.get("EMBER_REPS", REPS)),
+                      gradient=sys.argv[1] == "gradient")
     else:  # the compile table alone: python3 bench/workloads/compile_scaling.py [backend]
         print(format_table(measure(sys.argv[1] if len(sys.argv) > 1 else "cpu")))

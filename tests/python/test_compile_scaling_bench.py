@@ -77,8 +77,48 @@ def test_table_gives_time_per_node_visit():
     warm = {"first_ms": 20.0, "trace_ms": 0.0, "program_cache_hit": True, "trace_cache_hit": True}
     m = {s: (cold[s], warm) for s in sizes}
     m["passes"] = {50: {"cpu": [3.0, 2.0], "wall": [3.0, 2.0]}, 100: {"cpu": [4.0, 5.0], "wall": [4.0, 5.0]}}
+    m["gradient_passes"] = {50: {"cpu": [9.0, 6.0], "wall": [9.0, 6.0], "visits": 3000},
+                            100: {"cpu": [15.0, 18.0], "wall": [15.0, 18.0], "visits": 6000}}
     m["nbody"] = {"first_ms": 200.0, "passes_ms": 1.0, "codegen_ms": 1.0, "compile_ms": 190.0}
     table = cs.format_table(m, sizes)
+    assert "| gradient program: passes CPU ms, min of 2 round-robin | 6.0 | 15.0 | 2.50x |" in table
+    assert "| gradient program: node visits, all passes | 3000 | 6000 | 2.00x |" in table
+    assert "| gradient program: ns per node visit | 2000 | 2500 | |" in table
+    assert "- the same for the gradient program: 50->100 steps 2.50x" in table
     assert "| passes CPU ns per node visit (min above / visits) | 2000 | 2000 | |" in table
     assert "| node visits, all passes | 1000 | 2000 | 2.00x |" in table
     assert "50->100 steps 2.00x (goal <= 2.2x)" in table
+
+
+def test_gradient_program_matches_finite_differences(tmp_path, monkeypatch):
+    """The bench's gradient program is the gradient: against float64 central differences of
+    sum(u * v) after the steps, at a few elements."""
+    monkeypatch.setenv("EMBER_CACHE_DIR", str(tmp_path))
+    steps = 3
+    prog = cs.stencil_gradient_program(em, steps)
+    rng = np.random.default_rng(11)
+    u, v = (rng.random((6, 7), dtype=np.float32) for _ in range(2))
+    got = prog(u, v).numpy()
+
+    def loss(u64):
+        a, b = cs._numpy_steps(u64, v.astype(np.float64), steps)
+        return float(np.sum(a * b))
+    h = 1e-5
+    for (r, c) in ((0, 0), (2, 3), (5, 6)):
+        up, dn = u.astype(np.float64), u.astype(np.float64)
+        up[r, c] += h
+        dn[r, c] -= h
+        want = (loss(up) - loss(dn)) / (2 * h)
+        assert abs(got[r, c] - want) <= 1e-3 * max(1.0, abs(want)), (r, c, got[r, c], want)
+
+
+def test_gradient_child_counts_visits_per_size(tmp_path):
+    env = dict(os.environ, EMBER_CACHE_DIR=str(tmp_path), EMBER_PROGRAM_CACHE="0", EMBER_REPS="1")
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(cs.ember_python_dir()), env.get("PYTHONPATH")) if p)
+    r = subprocess.run([sys.executable, cs.__file__, "gradient", "10,20", "cpu"], env=env, capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    import json
+    out = {int(k): v for k, v in json.loads(r.stdout.strip().splitlines()[-1]).items()}
+    assert len(out[10]["cpu"]) == 1 and out[10]["cpu"][0] > 0
+    assert 1.9 <= out[20]["visits"] / out[10]["visits"] <= 2.1, out
