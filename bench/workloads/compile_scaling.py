@@ -41,17 +41,22 @@ REPS = 15                # compiles per size in the pass-time process, round-rob
 GRADIENT_REPS = 5        # the same for the gradient programs (three times the nodes)
 
 
+def _stencil_steps(em, u, v, steps):
+    """The issue's simulation on traced fields u, v: a diffusion-reaction stencil unrolled `steps`
+    times, with a normalization every 20 steps."""
+    i, j = em.indices(u.shape)
+    for k in range(steps):
+        lap = u[i + 1, j] + u[i - 1, j] + u[i, j + 1] + u[i, j - 1] - 4.0 * u[i, j]
+        u, v = u + 0.1 * lap * em.tanh(v), v + em.sin(u) * 0.01
+        if k % 20 == 0:
+            u = u / em.sqrt(em.sum(u * u) + 1.0)
+    return u, v
+
+
 def stencil_program(em, steps):
-    """The issue's program, unrolled `steps` times: a diffusion-reaction stencil with a
-    normalization every 20 steps."""
+    """The issue's program: the simulation unrolled `steps` times, returning both fields."""
     def big(u: em.f32["H", "W"], v: em.f32["H", "W"]):  # noqa: F821 (symbolic dims)
-        i, j = em.indices(u.shape)
-        for k in range(steps):
-            lap = u[i + 1, j] + u[i - 1, j] + u[i, j + 1] + u[i, j - 1] - 4.0 * u[i, j]
-            u, v = u + 0.1 * lap * em.tanh(v), v + em.sin(u) * 0.01
-            if k % 20 == 0:
-                u = u / em.sqrt(em.sum(u * u) + 1.0)
-        return u, v
+        return _stencil_steps(em, u, v, steps)
     big.__name__ = f"stencil{steps}"
     return em.compile(big)
 
@@ -60,13 +65,7 @@ def stencil_gradient_program(em, steps):
     """The gradient of sum(u * v) after `steps` steps of the stencil with respect to the initial
     u: the program autodiff makes of the issue's simulation (about three times its nodes)."""
     def big_grad(u0: em.f32["H", "W"], v: em.f32["H", "W"]):  # noqa: F821 (symbolic dims)
-        u = u0
-        i, j = em.indices(u.shape)
-        for k in range(steps):
-            lap = u[i + 1, j] + u[i - 1, j] + u[i, j + 1] + u[i, j - 1] - 4.0 * u[i, j]
-            u, v = u + 0.1 * lap * em.tanh(v), v + em.sin(u) * 0.01
-            if k % 20 == 0:
-                u = u / em.sqrt(em.sum(u * u) + 1.0)
+        u, v = _stencil_steps(em, u0, v, steps)
         return em.grad(em.sum(u * v), u0)
     big_grad.__name__ = f"stencil_grad{steps}"
     return em.compile(big_grad)

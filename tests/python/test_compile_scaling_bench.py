@@ -1,6 +1,7 @@
 """How bench/workloads/compile_scaling.py counts pass-time growth (issue 17): pass times in the
 compiling thread's CPU time (prog.stats passes_cpu_ms, per pass cpu_ms), the minimum of several
 compiles per size in one process, growth per doubling from those minima."""
+import json
 import os
 import subprocess
 import sys
@@ -37,14 +38,19 @@ def test_pass_cpu_time_in_stats(monkeypatch, tmp_path):
     assert st["passes_cpu_ms"] <= st["passes_ms"] + 1.0
 
 
-def test_workload_counts_min_of_repetitions_per_size(tmp_path):
-    env = dict(os.environ, EMBER_CACHE_DIR=str(tmp_path), EMBER_PROGRAM_CACHE="0", EMBER_REPS="2")
+def run_passes_child(tmp_path, mode, sizes, reps):
+    """The workload's pass-time child ("passes": the stencil, "gradient": its gradient program) in
+    a new process: {steps: {"cpu": [...], "wall": [...], "visits": n}}."""
+    env = dict(os.environ, EMBER_CACHE_DIR=str(tmp_path), EMBER_PROGRAM_CACHE="0", EMBER_REPS=str(reps))
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(cs.ember_python_dir()), env.get("PYTHONPATH")) if p)
-    r = subprocess.run([sys.executable, cs.__file__, "passes", "5,10", "cpu"], env=env, capture_output=True,
-                       text=True, timeout=300)
+    r = subprocess.run([sys.executable, cs.__file__, mode, ",".join(map(str, sizes)), "cpu"], env=env,
+                       capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
-    import json
-    out = {int(k): v for k, v in json.loads(r.stdout.strip().splitlines()[-1]).items()}
+    return {int(k): v for k, v in json.loads(r.stdout.strip().splitlines()[-1]).items()}
+
+
+def test_workload_counts_min_of_repetitions_per_size(tmp_path):
+    out = run_passes_child(tmp_path, "passes", (5, 10), 2)
     assert sorted(out) == [5, 10]
     for times in out.values():
         assert len(times["cpu"]) == 2 and len(times["wall"]) == 2
@@ -113,12 +119,6 @@ def test_gradient_program_matches_finite_differences(tmp_path, monkeypatch):
 
 
 def test_gradient_child_counts_visits_per_size(tmp_path):
-    env = dict(os.environ, EMBER_CACHE_DIR=str(tmp_path), EMBER_PROGRAM_CACHE="0", EMBER_REPS="1")
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(cs.ember_python_dir()), env.get("PYTHONPATH")) if p)
-    r = subprocess.run([sys.executable, cs.__file__, "gradient", "10,20", "cpu"], env=env, capture_output=True,
-                       text=True, timeout=300)
-    assert r.returncode == 0, r.stderr[-2000:]
-    import json
-    out = {int(k): v for k, v in json.loads(r.stdout.strip().splitlines()[-1]).items()}
+    out = run_passes_child(tmp_path, "gradient", (10, 20), 1)
     assert len(out[10]["cpu"]) == 1 and out[10]["cpu"][0] > 0
     assert 1.9 <= out[20]["visits"] / out[10]["visits"] <= 2.1, out
