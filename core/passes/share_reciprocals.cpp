@@ -1,5 +1,7 @@
 #include "core/passes/share_reciprocals.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <unordered_set>
 #include <vector>
 
@@ -40,14 +42,35 @@ bool shareable(const Node* u, const Node* d) {
 }  // namespace
 
 bool share_reciprocals(Program& p) {
-  std::vector<Node*> denominators;
+  // One walk finds the divisions and counts them per denominator (by id); only denominators with
+  // two or more are then checked through their users. (Scanning every value's users read a third
+  // cache line of every node: issue 17.) A var is read where it is used, so its value at d is
+  // not its value at each division.
+  auto denominator = [](const Node* d) {
+    return d->dtype == DType::f32 && d->op != Op::constant && d->op != Op::var && !d->is_scope();
+  };
+  std::vector<int> position(static_cast<size_t>(p.id_bound()), -1);  // walk order, by id
+  std::vector<uint8_t> divisions(static_cast<size_t>(p.id_bound()), 0);
+  std::vector<Node*> twice;  // denominators of two or more divisions
+  int at = 0;
   p.for_each([&](Node* n) {
-    // A var is read where it is used, so its value at d is not its value at each division.
-    if (n->dtype != DType::f32 || n->op == Op::constant || n->op == Op::var || n->is_scope()) return;
-    int divisions = 0;
-    for (Node* u : n->users) divisions += shareable(u, n);
-    if (divisions >= 2) denominators.push_back(n);
+    position[static_cast<size_t>(n->id)] = at++;
+    if (n->op != Op::div || n->dtype != DType::f32) return;
+    Node* d = n->operand(1);
+    if (n->operand(0) == d || !denominator(d)) return;
+    uint8_t& k = divisions[static_cast<size_t>(d->id)];
+    if (k < 2 && ++k == 2) twice.push_back(d);
   });
+  // In program order of the denominators, those with two shareable divisions.
+  std::sort(twice.begin(), twice.end(), [&](const Node* a, const Node* b) {
+    return position[static_cast<size_t>(a->id)] < position[static_cast<size_t>(b->id)];
+  });
+  std::vector<Node*> denominators;
+  for (Node* d : twice) {
+    int shared = 0;
+    for (Node* u : d->users) shared += shareable(u, d);
+    if (shared >= 2) denominators.push_back(d);
+  }
   for (Node* d : denominators) {
     // A denominator that was itself a shared division (1 / (a / b)) is gone: its divisions now
     // divide by the product that replaced it, and stay divisions.
