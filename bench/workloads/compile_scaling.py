@@ -194,10 +194,10 @@ def _passes_child(sizes, backend, reps, gradient=False):
     out = {steps: {"cpu": [], "wall": [], "visits": 0} for steps in sizes}
     for rep in range(1 + reps):
         for steps in sizes:
-            st = em.compile(fns[steps], name=f"{fns[steps].__name__}", trace_cache=False).stats
+            st = em.compile(fns[steps], name=fns[steps].__name__, trace_cache=False).stats
             assert not st["program_cache_hit"], "the program cache is on: the pipeline did not run"
-            out[steps]["visits"] = sum(p["visits"] for p in st["passes"])
-            if rep == 0:
+            if rep == 0:  # (the visits are the same every time)
+                out[steps]["visits"] = sum(p["visits"] for p in st["passes"])
                 continue
             out[steps]["cpu"].append(st["passes_cpu_ms"])
             out[steps]["wall"].append(st["passes_ms"])
@@ -235,6 +235,13 @@ def measure(backend="cpu", sizes=SIZES, reps=REPS):
     return out
 
 
+def _row(label, cells, growth_of=None):
+    """A table row: the cells, then the growth per doubling of the values `growth_of` (none: empty)."""
+    growth = [b / a for a, b in zip(growth_of, growth_of[1:]) if a and b] if growth_of else []
+    g = " / ".join(f"{x:.2f}x" for x in growth) if growth else ("n/a" if growth_of else "")
+    return f"| {label} | " + " | ".join(cells) + (f" | {g} |" if g else " | |")
+
+
 def format_table(m, sizes=SIZES):
     """The side-by-side table of measure()'s results, growth per doubling, and the goals."""
     def fmt(v, f="{:.0f}"):
@@ -247,41 +254,34 @@ def format_table(m, sizes=SIZES):
              "|---|" + "---:|" * (len(sizes) + 1)]
     for label, key in rows:
         vals = [m[s][0].get(key) for s in sizes]
-        growth = [b / a for a, b in zip(vals, vals[1:]) if a and b]
-        g = " / ".join(f"{x:.2f}x" for x in growth) if growth else "n/a"
-        lines.append(f"| {label} | " + " | ".join(fmt(v) for v in vals) + f" | {g} |")
+        lines.append(_row(label, [fmt(v) for v in vals], vals))
+
+    def per_visit(label, ms, visits):  # the pass-time minimum per node visit: flat when only the cache changes
+        lines.append(_row(label, [f"{t * 1e6 / n:.0f}" for t, n in zip(ms, visits)]))
     ps = m.get("passes")
     if ps:
         reps = len(ps[sizes[0]]["cpu"])
         for label, key in ((f"passes CPU ms, min of {reps} round-robin in one process", "cpu"),
                            (f"passes wall ms, min of {reps} round-robin in one process", "wall")):
             vals = [min(ps[s][key]) for s in sizes]
-            g = " / ".join(f"{b / a:.2f}x" for a, b in zip(vals, vals[1:]))
-            lines.append(f"| {label} | " + " | ".join(f"{v:.1f}" for v in vals) + f" | {g} |")
-        # The same minimum per node visit: flat when only the cache, not the work per node, changes.
+            lines.append(_row(label, [f"{v:.1f}" for v in vals], vals))
         visits = [m[s][0].get("node_visits") for s in sizes]
         if all(visits):
-            per = [min(ps[s]["cpu"]) * 1e6 / v for s, v in zip(sizes, visits)]
-            lines.append("| passes CPU ns per node visit (min above / visits) | " + " | ".join(f"{x:.0f}" for x in per)
-                         + " | |")
+            per_visit("passes CPU ns per node visit (min above / visits)", [min(ps[s]["cpu"]) for s in sizes], visits)
     gp = m.get("gradient_passes")
     if gp:
         reps = len(gp[sizes[0]]["cpu"])
         vals = [min(gp[s]["cpu"]) for s in sizes]
-        g = " / ".join(f"{b / a:.2f}x" for a, b in zip(vals, vals[1:]))
-        lines.append(f"| gradient program: passes CPU ms, min of {reps} round-robin | "
-                     + " | ".join(f"{v:.1f}" for v in vals) + f" | {g} |")
         visits = [gp[s]["visits"] for s in sizes]
-        g = " / ".join(f"{b / a:.2f}x" for a, b in zip(visits, visits[1:]))
-        lines.append("| gradient program: node visits, all passes | " + " | ".join(str(v) for v in visits) + f" | {g} |")
-        lines.append("| gradient program: ns per node visit | "
-                     + " | ".join(f"{v * 1e6 / n:.0f}" for v, n in zip(vals, visits)) + " | |")
+        lines.append(_row(f"gradient program: passes CPU ms, min of {reps} round-robin", [f"{v:.1f}" for v in vals],
+                          vals))
+        lines.append(_row("gradient program: node visits, all passes", [str(v) for v in visits], visits))
+        per_visit("gradient program: ns per node visit", vals, visits)
     warm = [m[s][1] for s in sizes]
-    lines.append("| first result ms (warm cache, new process) | " + " | ".join(fmt(w["first_ms"], "{:.1f}") for w in warm)
-                 + " | |")
-    lines.append("| of which trace ms (warm) | " + " | ".join(fmt(w["trace_ms"], "{:.1f}") for w in warm) + " | |")
-    lines.append("| program cache hit (warm) | " + " | ".join(str(w.get("program_cache_hit")) for w in warm) + " | |")
-    lines.append("| trace cache hit (warm) | " + " | ".join(str(w.get("trace_cache_hit")) for w in warm) + " | |")
+    lines.append(_row("first result ms (warm cache, new process)", [fmt(w["first_ms"], "{:.1f}") for w in warm]))
+    lines.append(_row("of which trace ms (warm)", [fmt(w["trace_ms"], "{:.1f}") for w in warm]))
+    lines.append(_row("program cache hit (warm)", [str(w.get("program_cache_hit")) for w in warm]))
+    lines.append(_row("trace cache hit (warm)", [str(w.get("trace_cache_hit")) for w in warm]))
     nb = m["nbody"]
     growth = pass_growth(m, sizes)
     grad_growth = pass_growth(m, sizes, "gradient_passes")

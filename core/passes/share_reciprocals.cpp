@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/ir/builder.h"
+#include "core/passes/pass_util.h"
 
 namespace ember {
 
@@ -49,12 +50,9 @@ bool share_reciprocals(Program& p) {
   auto denominator = [](const Node* d) {
     return d->dtype == DType::f32 && d->op != Op::constant && d->op != Op::var && !d->is_scope();
   };
-  std::vector<int> position(static_cast<size_t>(p.id_bound()), -1);  // walk order, by id
   std::vector<uint8_t> divisions(static_cast<size_t>(p.id_bound()), 0);
   std::vector<Node*> twice;  // denominators of two or more divisions
-  int at = 0;
-  p.for_each([&](Node* n) {
-    position[static_cast<size_t>(n->id)] = at++;
+  const Positions pos = program_positions(p, [&](Node* n) {
     if (n->op != Op::div || n->dtype != DType::f32) return;
     Node* d = n->operand(1);
     if (n->operand(0) == d || !denominator(d)) return;
@@ -62,9 +60,7 @@ bool share_reciprocals(Program& p) {
     if (k < 2 && ++k == 2) twice.push_back(d);
   });
   // In program order of the denominators, those with two shareable divisions.
-  std::sort(twice.begin(), twice.end(), [&](const Node* a, const Node* b) {
-    return position[static_cast<size_t>(a->id)] < position[static_cast<size_t>(b->id)];
-  });
+  std::sort(twice.begin(), twice.end(), [&](const Node* a, const Node* b) { return pos.at(a) < pos.at(b); });
   std::vector<Node*> denominators;
   for (Node* d : twice) {
     int shared = 0;
