@@ -192,6 +192,7 @@ void Program::relabel(Node* scope) {
 
 void Program::insert_before(Node* pos, Node* n) {
   EMBER_INTERNAL_ASSERT(!n->parent && !n->prev && !n->next, "node is already linked");
+  links_changed();
   uint64_t lo = pos->prev ? pos->prev->order : 0;
   if (pos->order - lo < 2) {
     relabel(pos->parent);
@@ -212,6 +213,7 @@ void Program::insert_after(Node* pos, Node* n) {
 
 void Program::append(Node* scope, Node* n) {
   EMBER_INTERNAL_ASSERT(!n->parent && !n->prev && !n->next, "node is already linked");
+  links_changed();
   if (scope->last_child && scope->last_child->order > ~uint64_t{0} - kOrderGap) relabel(scope);
   n->order = (scope->last_child ? scope->last_child->order : 0) + kOrderGap;
   n->parent = scope;
@@ -225,6 +227,12 @@ void Program::prepend(Node* scope, Node* n) {
 }
 
 void Program::unlink(Node* n) {
+  if (!n->parent) return;
+  links_changed();
+  detach(n);
+}
+
+void Program::detach(Node* n) {
   if (!n->parent) return;
   if (n->prev) n->prev->next = n->next; else n->parent->first_child = n->next;
   if (n->next) n->next->prev = n->prev; else n->parent->last_child = n->prev;
@@ -273,7 +281,7 @@ void Program::erase(Node* n) {
                                                << n->users.size() << " users");
   EMBER_INTERNAL_ASSERT(n->dim_users.empty(), "erasing " << op_name(n->op) << " %" << n->id
                                                    << " which is still a dim of " << n->dim_users.size() << " nodes");
-  unlink(n);
+  detach(n);
   truncate_operands(n, 0);
   if (!n->dead) drop_dim_uses(n);
   n->dead = true;
@@ -358,18 +366,106 @@ uint64_t& node_visit_counter() {
   return visits;
 }
 
-static void walk(Node* scope, const std::function<void(Node*)>& f) {
-  for (Node* c = scope->first_child; c;) {
+namespace {
+
+// The siblings from `c` on, and what is inside them, by links. A node's `next` is read before f
+// sees the node: what f links right after it is not visited.
+void walk_links(Node* c, const std::function<void(Node*)>& f) {
+  while (c) {
     ++node_visit_counter();
     Node* next = c->next;
     prefetch_node(next);
     f(c);
-    if (!c->dead && c->first_child) walk(c, f);
+    if (!c->dead && c->first_child) walk_links(c->first_child, f);
     c = next;
   }
 }
 
-void Program::for_each(const std::function<void(Node*)>& f) const { walk(root_, f); }
+// The same, appending the nodes visited to `order`; `complete` turns false if the walk meets a
+// dead node (f erased the next sibling: the walk stops short there, so `order` is not the program).
+void walk_links_recording(Node* c, const std::function<void(Node*)>& f, std::vector<Node*>& order, bool& complete) {
+  while (c) {
+    ++node_visit_counter();
+    Node* next = c->next;
+    prefetch_node(next);
+    complete = complete && !c->dead;
+    order.push_back(c);
+    f(c);
+    if (!c->dead && c->first_child) walk_links_recording(c->first_child, f, order, complete);
+    c = next;
+  }
+}
+
+}  // namespace
+
+void Program::set_walk_cache(bool on, uint64_t min_nodes) const {
+  walk_cache_on_ = on;
+  walk_min_nodes_ = min_nodes;
+  walk_order_valid_ = false;
+  walk_size_ = 0;
+  if (!on) walk_order_ = {};
+}
+
+void Program::for_each(const std::function<void(Node*)>& f) const {
+  if (!walk_cache_on_ || walking_) {  // (a walk inside f goes by links: the array is the outer walk's)
+    walk_links(root_->first_child, f);
+    return;
+  }
+  struct Depth {
+    int& d;
+    explicit Depth(int& x) : d(x) { ++d; }
+    ~Depth() { --d; }
+  } depth(walking_);
+  if (walk_order_valid_) {
+    walk_cached(f);
+    return;
+  }
+  const uint64_t v0 = node_visit_counter();
+  if (walk_size_ < walk_min_nodes_) {
+    walk_links(root_->first_child, f);
+    walk_size_ = node_visit_counter() - v0;
+    return;
+  }
+  // Record the order. It holds if nothing was linked or unlinked during the walk (erased nodes
+  // are dead: later walks skip them).
+  walk_order_.clear();
+  walk_order_valid_ = true;
+  bool complete = true;
+  walk_links_recording(root_->first_child, f, walk_order_, complete);
+  walk_order_valid_ = walk_order_valid_ && complete;
+  walk_size_ = node_visit_counter() - v0;
+}
+
+// walk_links' visits, in its order, from the array: until f links or unlinks a node, the array is
+// the program's order (it was when the walk began, and erasing keeps it). From then on the walk
+// goes by links from where walk_links would be: the current node's children and saved next, then
+// each enclosing scope's saved next (`open`: the scopes around the current node, each with the
+// `next` it had when visited).
+void Program::walk_cached(const std::function<void(Node*)>& f) const {
+  constexpr size_t kAhead = 8;  // nodes prefetched ahead of the one visited
+  struct Open {
+    Node* scope;
+    Node* next;
+  };
+  std::vector<Open> open;
+  const std::vector<Node*>& order = walk_order_;  // (f's own walks go by links: it stays as it is)
+  for (size_t i = 0; i < order.size(); ++i) {
+    if (i + kAhead < order.size()) prefetch_node(order[i + kAhead]);
+    Node* c = order[i];
+    if (c->dead) continue;
+    while (!open.empty() && open.back().scope != c->parent) open.pop_back();
+    ++node_visit_counter();
+    Node* next = c->next;
+    f(c);
+    if (!walk_order_valid_) {
+      if (!c->dead && c->first_child) walk_links(c->first_child, f);
+      walk_links(next, f);
+      for (size_t k = open.size(); k-- > 0;) walk_links(open[k].next, f);
+      return;
+    }
+    if (!c->dead && c->first_child) open.push_back({c, next});
+  }
+}
 
 std::vector<Node*> Program::nodes() const {
   std::vector<Node*> out;

@@ -94,8 +94,12 @@ class Cse {
  public:
   Cse(Program& p, Resimplify* resimplify) : p_(p), resimplify_(resimplify) {}
   bool run() {
-    std::vector<const Node*> written;
-    scope(p_.root(), written);
+    if (p_.walks_by_array()) {
+      walk_array();
+    } else {
+      std::vector<const Node*> written;
+      scope(p_.root(), written);
+    }
     return changed_;
   }
 
@@ -133,37 +137,75 @@ class Cse {
     for (Node* c = s->first_child; c;) {
       Node* next = c->next;
       prefetch_node(next);
-      if (c->op == Op::loop) {
-        // A write anywhere in a loop body is seen by the next iteration's loads.
-        std::unordered_set<const Node*> writes;
-        memory_effects(c, nullptr, &writes);
-        invalidate(writes);
-      }
-      if (candidate(c)) {
-        const size_t hash = hash_node(c);
-        if (Node* found = values_.find(c, hash)) {
-          if (resimplify_) note(c);
-          p_.replace_all_uses(c, found);  // operands and shapes (a dim's twin takes its place)
-          p_.erase(c);
-          changed_ = true;
-          c = next;
-          continue;
-        }
-        values_.insert(c, hash);
-        // (a load of a closed scope stays listed; removing it again finds nothing)
-        if (c->op == Op::load) loads_of_[c->operand(0)].push_back({hash, c});
-      }
-      if (c->op == Op::store || c->op == Op::atomic) invalidate(c->operand(0));
-      if (const Node* m = written_memory(c)) written.push_back(m);
-      if (c->is_scope()) {
+      if (visit(c, written) && c->is_scope()) {
         std::vector<const Node*> inner;
         scope(c, inner);
-        for (const Node* m : inner) invalidate(m);  // (a memory listed twice: the second finds nothing)
-        written.insert(written.end(), inner.begin(), inner.end());
+        close(inner, written);
       }
       c = next;
     }
     values_.close_scope();
+  }
+
+  // The same numbering over Program::for_each, for a program it walks as an array (cse links
+  // nothing, so the array holds to the end): the open scopes on a stack instead of the recursion.
+  void walk_array() {
+    struct Open {
+      Node* scope;
+      std::vector<const Node*> written;
+    };
+    std::vector<Open> open;
+    open.push_back({p_.root(), {}});
+    values_.open_scope();
+    auto close_innermost = [&] {
+      Open done = std::move(open.back());
+      open.pop_back();
+      values_.close_scope();
+      close(done.written, open.back().written);
+    };
+    p_.for_each([&](Node* c) {
+      while (open.back().scope != c->parent) close_innermost();
+      if (visit(c, open.back().written) && c->is_scope()) {
+        open.push_back({c, {}});
+        values_.open_scope();
+      }
+    });
+    while (open.size() > 1) close_innermost();
+    values_.close_scope();
+  }
+
+  // Numbers c in the innermost open scope, whose writes `written` gathers. False if c was merged
+  // into its twin (and erased).
+  bool visit(Node* c, std::vector<const Node*>& written) {
+    if (c->op == Op::loop) {
+      // A write anywhere in a loop body is seen by the next iteration's loads.
+      std::unordered_set<const Node*> writes;
+      memory_effects(c, nullptr, &writes);
+      invalidate(writes);
+    }
+    if (candidate(c)) {
+      const size_t hash = hash_node(c);
+      if (Node* found = values_.find(c, hash)) {
+        if (resimplify_) note(c);
+        p_.replace_all_uses(c, found);  // operands and shapes (a dim's twin takes its place)
+        p_.erase(c);
+        changed_ = true;
+        return false;
+      }
+      values_.insert(c, hash);
+      // (a load of a closed scope stays listed; removing it again finds nothing)
+      if (c->op == Op::load) loads_of_[c->operand(0)].push_back({hash, c});
+    }
+    if (c->op == Op::store || c->op == Op::atomic) invalidate(c->operand(0));
+    if (const Node* m = written_memory(c)) written.push_back(m);
+    return true;
+  }
+
+  // After a closed scope (its values already out of the table): the loads of what it wrote are
+  // forgotten in the scopes around it, which write it too.
+  void close(const std::vector<const Node*>& inner, std::vector<const Node*>& written) {
+    for (const Node* m : inner) invalidate(m);  // (a memory listed twice: the second finds nothing)
+    written.insert(written.end(), inner.begin(), inner.end());
   }
 
   // c's users get its twin as operand, and its operands lose c's use.

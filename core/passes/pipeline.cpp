@@ -112,6 +112,15 @@ std::vector<PassRecord> run_pipeline(Program& p, const PipelineOptions& opt) {
     explicit LogScope(ExplainLog* l) : saved(explain_log()) { explain_log() = l; }
     ~LogScope() { explain_log() = saved; }
   } log_scope(opt.explain);
+  // The passes' walks go over the cached order while nothing is linked (Program::set_walk_cache);
+  // EMBER_DEBUG=array_walks: at every size (the fuzzer's programs are small).
+  struct WalkCacheScope {
+    const Program& p;
+    WalkCacheScope(const Program& q, const PipelineOptions& opt) : p(q) {
+      p.set_walk_cache(true, debug_has("array_walks") ? 0 : opt.array_walks_from);
+    }
+    ~WalkCacheScope() { p.set_walk_cache(false); }
+  } walk_cache(p, opt);
   const bool show_ir = debug_has("ir");
   const bool show_time = debug_has("time");
   bool kernels_formed = false;

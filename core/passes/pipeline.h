@@ -41,6 +41,9 @@ struct PipelineOptions {
   // Called after every pass (the differential fuzzer interprets the program after those that
   // changed it); `kernels_formed` tells whether fuse_kernels has run.
   std::function<void(const char* pass, Program& p, bool changed, bool kernels_formed)> after_pass;
+  // Programs of this many nodes or more are walked over arrays (Program::set_walk_cache); 0: every
+  // program (tests; EMBER_DEBUG=array_walks sets it too).
+  uint64_t array_walks_from = Program::kArrayWalkNodes;
 };
 
 // The passes in order (groups like simplify/cse/dce appear once; run_pipeline repeats them).

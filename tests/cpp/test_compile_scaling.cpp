@@ -5,10 +5,12 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "core/ir/printer.h"
 #include "core/ir/verifier.h"
 #include "core/passes/pass_util.h"
 #include "core/passes/pipeline.h"
@@ -164,6 +166,115 @@ TEST(CompileScaling, KernelsOfReadsOnlyTheHostLevel) {
   for (Node* k : in_loops) nested |= k->parent != sort->root();
   EXPECT_TRUE(nested) << "bitonic_sort has no kernel inside a host loop any more: pick another program";
   EXPECT_EQ(kernels_of(*sort), in_loops);
+}
+
+// Program::set_walk_cache: for_each over the array it recorded visits what the walk by links
+// visits, in the same order, while nodes are erased (skipped) and after f links one (the walk goes
+// on by links from there, as the linked walk would).
+std::vector<int> walk_ids(const Program& p, const std::function<void(Node*)>& f = nullptr) {
+  std::vector<int> ids;
+  p.for_each([&](Node* n) {
+    ids.push_back(n->id);
+    if (f) f(n);
+  });
+  return ids;
+}
+
+std::unique_ptr<Program> lowered_stencil(int steps) {
+  std::unique_ptr<Program> p = stencil(steps);
+  PipelineOptions opt;
+  opt.tile_threads = true;
+  run_pipeline(*p, opt);
+  return p;
+}
+
+TEST(CompileScaling, ArrayWalkVisitsWhatTheLinkedWalkVisits) {
+  std::unique_ptr<Program> p = lowered_stencil(12);
+  const std::vector<int> linked = walk_ids(*p);
+  ASSERT_GT(linked.size(), 300u);
+  p->set_walk_cache(true, linked.size());
+  EXPECT_FALSE(p->walks_by_array());  // (no walk has counted the program yet)
+  EXPECT_EQ(walk_ids(*p), linked);    // by links, counting
+  EXPECT_TRUE(p->walks_by_array());
+  EXPECT_EQ(walk_ids(*p), linked);  // records
+  const uint64_t v0 = node_visit_counter();
+  EXPECT_EQ(walk_ids(*p), linked);  // from the array
+  EXPECT_EQ(node_visit_counter() - v0, linked.size()) << "the array walk counts each node it visits once";
+  // Erasing keeps the array: erased nodes are skipped (half the stores erased between walks, then
+  // the other half by f during one, as cse erases the node it merges).
+  auto stores = [](Program& q) {
+    std::vector<Node*> out;
+    for (Node* n : q.nodes())
+      if (n->op == Op::store) out.push_back(n);
+    return out;
+  };
+  std::unique_ptr<Program> q = lowered_stencil(12);  // the same edits, walked by links
+  const std::vector<Node*> sp = stores(*p), sq = stores(*q);
+  ASSERT_EQ(sp.size(), sq.size());
+  ASSERT_GT(sp.size(), 10u);
+  for (size_t k = 0; k < sp.size(); k += 2) {
+    p->erase(sp[k]);
+    q->erase(sq[k]);
+  }
+  EXPECT_EQ(walk_ids(*p), walk_ids(*q));  // from the array
+  EXPECT_LT(walk_ids(*q).size(), linked.size());
+  auto erase_store = [](Program& r) {
+    return [&r](Node* n) {
+      if (n->op == Op::store) r.erase(n);
+    };
+  };
+  EXPECT_EQ(walk_ids(*p, erase_store(*p)), walk_ids(*q, erase_store(*q)));
+  EXPECT_EQ(stores(*p).size(), 0u);
+  EXPECT_EQ(walk_ids(*p), walk_ids(*q));
+  p->set_walk_cache(false);
+}
+
+// f links nodes during an array walk: one right after the node it is given (not visited, as by
+// links), one at the end of a later kernel (visited), a nested walk inside f (by links); the
+// visits match the walk by links of an identical program with the same edits.
+TEST(CompileScaling, LinkingDuringAnArrayWalkGoesOnByLinks) {
+  auto edit_and_walk = [](bool array) {
+    std::unique_ptr<Program> p = lowered_stencil(12);
+    std::vector<Node*> kernels = kernels_of(*p);
+    EXPECT_GT(kernels.size(), 6u);
+    Node* last = kernels.back();
+    Node* third = kernels[2];
+    p->set_walk_cache(array, 0);
+    if (array) walk_ids(*p);  // records
+    size_t nested = 0;
+    std::vector<int> ids = walk_ids(*p, [&](Node* n) {
+      if (n->parent == third && n == third->first_child->next) {
+        Node* c = p->create(Op::constant, DType::f32);
+        p->insert_after(n, c);  // right after: not visited
+        Node* d = p->create(Op::constant, DType::i32);
+        p->append(last, d);  // in a later scope: visited
+        p->for_each([&](Node*) { ++nested; });
+      }
+    });
+    p->set_walk_cache(false);
+    ids.push_back(-static_cast<int>(nested));
+    return ids;
+  };
+  const std::vector<int> linked = edit_and_walk(false);
+  const std::vector<int> array = edit_and_walk(true);
+  ASSERT_GT(linked.size(), 300u);
+  EXPECT_EQ(array, linked);
+}
+
+// The pipeline with every walk over arrays (EMBER_DEBUG=array_walks does the same from Python)
+// lowers to the same program as with walks by links.
+TEST(CompileScaling, ArrayWalksLowerToTheSameProgram) {
+  std::unique_ptr<Program> a = stencil(40), b = stencil(40);
+  PipelineOptions opt;
+  opt.tile_threads = true;
+  opt.verify = true;
+  run_pipeline(*a, opt);
+  opt.array_walks_from = 0;
+  uint64_t array_walks = 0;
+  opt.after_pass = [&](const char*, Program& p, bool, bool) { array_walks += p.walks_by_array(); };
+  run_pipeline(*b, opt);
+  EXPECT_GT(array_walks, 20u);
+  EXPECT_EQ(print_program(*b), print_program(*a));
 }
 
 // What a walk and the cleanup passes read of a node (kind, id, links, operands, shape and the
