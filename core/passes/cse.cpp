@@ -135,6 +135,7 @@ class Cse {
   void scope(Node* s, std::vector<const Node*>& written) {
     values_.open_scope();
     for (Node* c = s->first_child; c;) {
+      ++node_visit_counter();  // (as for_each counts them in walk_array)
       Node* next = c->next;
       prefetch_node(next);
       if (visit(c, written) && c->is_scope()) {

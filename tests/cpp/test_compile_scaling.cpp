@@ -268,13 +268,19 @@ TEST(CompileScaling, ArrayWalksLowerToTheSameProgram) {
   PipelineOptions opt;
   opt.tile_threads = true;
   opt.verify = true;
-  run_pipeline(*a, opt);
+  const std::vector<PassRecord> ra = run_pipeline(*a, opt);
   opt.array_walks_from = 0;
   uint64_t array_walks = 0;
   opt.after_pass = [&](const char*, Program& p, bool, bool) { array_walks += p.walks_by_array(); };
-  run_pipeline(*b, opt);
+  const std::vector<PassRecord> rb = run_pipeline(*b, opt);
   EXPECT_GT(array_walks, 20u);
   EXPECT_EQ(print_program(*b), print_program(*a));
+  // The node visits each pass records do not depend on how it walks.
+  ASSERT_EQ(ra.size(), rb.size());
+  for (size_t k = 0; k < ra.size(); ++k) {
+    EXPECT_EQ(ra[k].name, rb[k].name);
+    EXPECT_EQ(ra[k].visits, rb[k].visits) << ra[k].name << " (pass " << k << ")";
+  }
 }
 
 // What a walk and the cleanup passes read of a node (kind, id, links, operands, shape and the
