@@ -517,8 +517,9 @@ void AccessGroup::add_access(const MemAccess& a) {
 }
 
 void AccessGroup::add(Node* root) {
+  uint64_t& visits = node_visit_counter();
   std::function<void(Node*)> visit = [&](Node* x) {
-    ++node_visit_counter();
+    ++visits;
     if (x->op == Op::load) {
       add_access({x, x->operand(0), AccessKind::read});
     } else if (x->op == Op::store) {
@@ -1147,6 +1148,7 @@ bool DependenceAnalysis::within_thread(const AccessGroup& a, const AccessGroup& 
   const bool a_small = a.by_memory().size() <= b.by_memory().size();
   const AccessGroup& small = a_small ? a : b;
   const AccessGroup& large = a_small ? b : a;
+  uint64_t& visits = node_visit_counter();
   for (const auto& [mem, sm] : small.by_memory()) {
     auto it = large.by_memory().find(mem);
     if (it == large.by_memory().end() || (sm.writes == 0 && it->second.writes == 0)) continue;
@@ -1154,7 +1156,7 @@ bool DependenceAnalysis::within_thread(const AccessGroup& a, const AccessGroup& 
     const std::vector<MemAccess>& ys = a_small ? it->second.all : sm.all;
     for (const MemAccess& x : xs) {
       for (const MemAccess& y : ys) {
-        ++node_visit_counter();
+        ++visits;
         if (!dependent_kinds(x, y, pairs)) continue;
         ++stats_.pairs;
         if (own_row(x, a.shape(), lead) && own_row(y, b.shape(), lead)) {
@@ -1238,6 +1240,7 @@ bool DependenceAnalysis::loop_carries(const Node* loop, const std::vector<const 
   // write, then a read of it in a later iteration: the clearest reason to give) and gives up
   // quietly at the pair limit; pass 1, the only one a compile runs, looks for any dependence with
   // the limit of its own.
+  uint64_t& visits = node_visit_counter();
   for (int pass = why ? 0 : 1; pass < 2; ++pass) {
     const bool flow_only = pass == 0;
     int isl_pairs = 0;
@@ -1258,7 +1261,7 @@ bool DependenceAnalysis::loop_carries(const Node* loop, const std::vector<const 
             for (size_t iy = ga == gb && !flow_only ? ix : 0; iy < ys.size(); ++iy) {
               const MemAccess& x = xs[ix];
               const MemAccess& y = ys[iy];
-              ++node_visit_counter();
+              ++visits;
               if (!dependent_kinds(x, y, flow_only ? DepPairs::flow_anti : DepPairs::all)) continue;
               ++stats_.pairs;
               // By syntax: one side writes its whole memory in every iteration and the other

@@ -258,9 +258,10 @@ void Program::drop_use(Node* n, size_t i) {
   list[slot] = moved;
   list.pop_back();
   if (slot == last) return;
-  for (size_t j = 0; j < moved->operands.size(); ++j, ++node_visit_counter())
+  for (size_t j = 0; j < moved->operands.size(); ++j)
     if (moved->operands[j] == o && moved->use_slots[j] == last) {
       moved->use_slots[j] = slot;
+      if (j) node_visit_counter() += j;  // (the operands passed over)
       return;
     }
   EMBER_INTERNAL_ASSERT(false, "use list out of sync");
@@ -370,28 +371,29 @@ namespace {
 
 // The siblings from `c` on, and what is inside them, by links. A node's `next` is read before f
 // sees the node: what f links right after it is not visited.
-void walk_links(Node* c, const std::function<void(Node*)>& f) {
+void walk_links(Node* c, const std::function<void(Node*)>& f, uint64_t& visits) {
   while (c) {
-    ++node_visit_counter();
+    ++visits;
     Node* next = c->next;
     prefetch_node(next);
     f(c);
-    if (!c->dead && c->first_child) walk_links(c->first_child, f);
+    if (!c->dead && c->first_child) walk_links(c->first_child, f, visits);
     c = next;
   }
 }
 
 // The same, appending the nodes visited to `order`; `complete` turns false if the walk meets a
 // dead node (f erased the next sibling: the walk stops short there, so `order` is not the program).
-void walk_links_recording(Node* c, const std::function<void(Node*)>& f, std::vector<Node*>& order, bool& complete) {
+void walk_links_recording(Node* c, const std::function<void(Node*)>& f, std::vector<Node*>& order, bool& complete,
+                          uint64_t& visits) {
   while (c) {
-    ++node_visit_counter();
+    ++visits;
     Node* next = c->next;
     prefetch_node(next);
     complete = complete && !c->dead;
     order.push_back(c);
     f(c);
-    if (!c->dead && c->first_child) walk_links_recording(c->first_child, f, order, complete);
+    if (!c->dead && c->first_child) walk_links_recording(c->first_child, f, order, complete, visits);
     c = next;
   }
 }
@@ -407,8 +409,9 @@ void Program::set_walk_cache(bool on, uint64_t min_nodes) const {
 }
 
 void Program::for_each(const std::function<void(Node*)>& f) const {
+  uint64_t& visits = node_visit_counter();
   if (!walk_cache_on_ || walking_) {  // (a walk inside f goes by links: the array is the outer walk's)
-    walk_links(root_->first_child, f);
+    walk_links(root_->first_child, f, visits);
     return;
   }
   struct Depth {
@@ -417,13 +420,13 @@ void Program::for_each(const std::function<void(Node*)>& f) const {
     ~Depth() { --d; }
   } depth(walking_);
   if (walk_order_valid_) {
-    walk_cached(f);
+    walk_cached(f, visits);
     return;
   }
-  const uint64_t v0 = node_visit_counter();
+  const uint64_t v0 = visits;
   if (walk_size_ < walk_min_nodes_) {
-    walk_links(root_->first_child, f);
-    walk_size_ = node_visit_counter() - v0;
+    walk_links(root_->first_child, f, visits);
+    walk_size_ = visits - v0;
     return;
   }
   // Record the order. It holds if nothing was linked or unlinked during the walk (erased nodes
@@ -431,9 +434,9 @@ void Program::for_each(const std::function<void(Node*)>& f) const {
   walk_order_.clear();
   walk_order_valid_ = true;
   bool complete = true;
-  walk_links_recording(root_->first_child, f, walk_order_, complete);
+  walk_links_recording(root_->first_child, f, walk_order_, complete, visits);
   walk_order_valid_ = walk_order_valid_ && complete;
-  walk_size_ = node_visit_counter() - v0;
+  walk_size_ = visits - v0;
 }
 
 // walk_links' visits, in its order, from the array: until f links or unlinks a node, the array is
@@ -441,7 +444,7 @@ void Program::for_each(const std::function<void(Node*)>& f) const {
 // goes by links from where walk_links would be: the current node's children and saved next, then
 // each enclosing scope's saved next (`open`: the scopes around the current node, each with the
 // `next` it had when visited).
-void Program::walk_cached(const std::function<void(Node*)>& f) const {
+void Program::walk_cached(const std::function<void(Node*)>& f, uint64_t& visits) const {
   constexpr size_t kAhead = 8;  // nodes prefetched ahead of the one visited
   struct Open {
     Node* scope;
@@ -454,13 +457,13 @@ void Program::walk_cached(const std::function<void(Node*)>& f) const {
     Node* c = order[i];
     if (c->dead) continue;
     while (!open.empty() && open.back().scope != c->parent) open.pop_back();
-    ++node_visit_counter();
+    ++visits;
     Node* next = c->next;
     f(c);
     if (!walk_order_valid_) {
-      if (!c->dead && c->first_child) walk_links(c->first_child, f);
-      walk_links(next, f);
-      for (size_t k = open.size(); k-- > 0;) walk_links(open[k].next, f);
+      if (!c->dead && c->first_child) walk_links(c->first_child, f, visits);
+      walk_links(next, f, visits);
+      for (size_t k = open.size(); k-- > 0;) walk_links(open[k].next, f, visits);
       return;
     }
     if (!c->dead && c->first_child) open.push_back({c, next});

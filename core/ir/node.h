@@ -223,6 +223,8 @@ inline void prefetch_node(const Node* n) {
 // Nodes looked at by traversals on this thread: Program::for_each and walk_subtree count each
 // node, and passes count their own scans (user lists, cones). run_pipeline records the count per
 // pass (PassRecord::visits), so tests assert that a pass's work grows linearly, without timing.
+// A thread_local reached through a call (and __tls_get_addr in the shared module): hot loops take
+// the reference once per walk, not once per node (issue 17: 3-5% of pass time).
 uint64_t& node_visit_counter();
 
 class Program {
@@ -327,7 +329,7 @@ class Program {
   // valid while no node has been linked or unlinked since (erasing keeps it: walks skip dead nodes).
   void links_changed() { walk_order_valid_ = false; }
   void detach(Node* n);  // unlink, keeping the walk cache (erase: the node is dead)
-  void walk_cached(const std::function<void(Node*)>& f) const;
+  void walk_cached(const std::function<void(Node*)>& f, uint64_t& visits) const;
   mutable std::vector<Node*> walk_order_;
   mutable bool walk_cache_on_ = false;
   mutable bool walk_order_valid_ = false;

@@ -92,7 +92,7 @@ class ValueTable {
 
 class Cse {
  public:
-  Cse(Program& p, Resimplify* resimplify) : p_(p), resimplify_(resimplify) {}
+  Cse(Program& p, Resimplify* resimplify) : p_(p), resimplify_(resimplify), visits_(node_visit_counter()) {}
   bool run() {
     if (p_.walks_by_array()) {
       walk_array();
@@ -135,7 +135,7 @@ class Cse {
   void scope(Node* s, std::vector<const Node*>& written) {
     values_.open_scope();
     for (Node* c = s->first_child; c;) {
-      ++node_visit_counter();  // (as for_each counts them in walk_array)
+      ++visits_;  // (as for_each counts them in walk_array)
       Node* next = c->next;
       prefetch_node(next);
       if (visit(c, written) && c->is_scope()) {
@@ -218,6 +218,7 @@ class Cse {
 
   Program& p_;
   Resimplify* resimplify_;
+  uint64_t& visits_;  // node_visit_counter()
   ValueTable values_;
   std::unordered_map<const Node*, std::vector<ValueTable::Entry>> loads_of_;  // memory -> its loads in values_
   bool changed_ = false;

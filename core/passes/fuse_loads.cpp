@@ -161,7 +161,7 @@ class Cone {
   // `copies`: nodes earlier fusions of this pass made (by id; see fuse_loads). `marks` is
   // cleared and then records what the cone holds (keep and indices).
   Cone(Node* k, int64_t limit, const std::vector<char>& copies, ConeMarks& marks)
-      : k_(k), limit_(limit), copies_(copies), marks_(marks) {
+      : k_(k), limit_(limit), copies_(copies), marks_(marks), visits_(node_visit_counter()) {
     marks_.clear();
   }
 
@@ -169,7 +169,7 @@ class Cone {
   // or the cone costs more than the limit (it is then never recomputed, so the walk stops
   // there: a consumer of a large kernel costs O(limit), not O(kernel)).
   bool add(Node* v) {
-    ++node_visit_counter();
+    ++visits_;
     if (!v->inside(k_) || marks_.has(v)) return true;
     if (v->op == Op::store || v->op == Op::atomic) return false;
     marks_.mark(v);
@@ -191,7 +191,7 @@ class Cone {
     if (v->op == Op::else_ && !add(v->prev)) return false;
     if (v->op == Op::var)
       for (Node* u : v->users) {
-        ++node_visit_counter();
+        ++visits_;
         if (u->op == Op::set && u->operand(0) == v && !add(u)) return false;
       }
     if (v->op == Op::loop) {
@@ -247,6 +247,7 @@ class Cone {
   int64_t limit_;
   const std::vector<char>& copies_;
   ConeMarks& marks_;
+  uint64_t& visits_;  // node_visit_counter()
   int64_t cost_ = 0;
 };
 
@@ -267,9 +268,10 @@ int64_t duplicated_cost(const Cone& cone, const std::vector<std::pair<Node*, int
   }
   std::unordered_set<const Node*> shared;
   std::vector<const Node*> work;
+  uint64_t& visits = node_visit_counter();
   for (Node* n : cone.keep)
     for (Node* u : n->users) {
-      ++node_visit_counter();
+      ++visits;
       if (u != st && !cone.kept(u)) {
         if (shared.insert(n).second) work.push_back(n);
         break;
@@ -288,7 +290,7 @@ int64_t duplicated_cost(const Cone& cone, const std::vector<std::pair<Node*, int
     for (const Node* s = n->parent; s; s = s->parent) need(s);
     if (n->op == Op::var)
       for (Node* u : n->users) {
-        ++node_visit_counter();
+        ++visits;
         if (u->op == Op::set && u->operand(0) == n && cone.in_loop(u)) need(u);
       }
   }
@@ -300,8 +302,9 @@ int64_t duplicated_cost(const Cone& cone, const std::vector<std::pair<Node*, int
 // The stores and atomics into memory m (from its user list: no walk over the program).
 template <class F>
 void for_each_writer(const Node* m, F&& f) {
+  uint64_t& visits = node_visit_counter();
   for (Node* u : m->users) {
-    ++node_visit_counter();
+    ++visits;
     if ((u->op == Op::store || u->op == Op::atomic) && u->operand(0) == m) f(u);
   }
 }
@@ -391,8 +394,9 @@ class BufferUses {
     Entry& e = m_[buf];
     Node* other = nullptr;  // the one user that is not a load, if there is one
     int others = 0;
+    uint64_t& visits = node_visit_counter();
     for (Node* u : buf->users) {
-      ++node_visit_counter();
+      ++visits;
       if (u->op != Op::load) {
         other = u;
         ++others;
@@ -458,9 +462,10 @@ bool fuse_one(Program& p, DependenceAnalysis& dep, Node* load, Positions& pos, B
     for_each_writer(m, [&](Node* x) { consumer_writes = consumer_writes || x->inside(k2); });
   if (consumer_writes && !own_elements_only(dep, cone, load, k1, k2)) return false;
   // Everything the cone uses from outside k1 must be visible at the load.
+  uint64_t& visits = node_visit_counter();
   for (Node* n : cone.keep)
     for (Node* o : n->operands) {
-      ++node_visit_counter();
+      ++visits;
       if (!o->inside(k1) && o->enclosing_kernel() != nullptr && o->enclosing_kernel() != k2) return false;
     }
 

@@ -36,31 +36,33 @@ const Node* written_memory(const Node* x) {
 }
 
 namespace {
-void host_kernels(Node* scope, std::vector<Node*>& out) {
+void host_kernels(Node* scope, std::vector<Node*>& out, uint64_t& visits) {
   for (Node* c = scope->first_child; c; c = c->next) {
-    ++node_visit_counter();
+    ++visits;
     if (c->op == Op::kernel) out.push_back(c);
-    else if (c->first_child) host_kernels(c, out);
+    else if (c->first_child) host_kernels(c, out, visits);
   }
 }
 }  // namespace
 
 std::vector<Node*> kernels_of(const Program& p) {
   std::vector<Node*> out;
-  host_kernels(p.root(), out);
+  host_kernels(p.root(), out, node_visit_counter());
   return out;
 }
 
-void walk_subtree(Node* n, const std::function<void(Node*)>& f) {
-  ++node_visit_counter();
+static void walk_subtree(Node* n, const std::function<void(Node*)>& f, uint64_t& visits) {
+  ++visits;
   f(n);
   for (Node* c = n->first_child; c;) {
     Node* next = c->next;
     prefetch_node(next);
-    walk_subtree(c, f);
+    walk_subtree(c, f, visits);
     c = next;
   }
 }
+
+void walk_subtree(Node* n, const std::function<void(Node*)>& f) { walk_subtree(n, f, node_visit_counter()); }
 
 void memory_effects(const Node* n, std::unordered_set<const Node*>* reads, std::unordered_set<const Node*>* writes) {
   walk_subtree(const_cast<Node*>(n), [&](Node* x) {
@@ -113,8 +115,9 @@ void clone_nodes(Builder& b, Node* src_scope, std::span<Node* const> keep, const
   // elementwise kernel). Their order labels give program order, so they are copied without a
   // walk over all of src_scope (a fusion per load of a large kernel would read it every time).
   std::vector<Node*> direct(keep.begin(), keep.end());
+  uint64_t& visits = node_visit_counter();
   for (Node* n : direct) {
-    ++node_visit_counter();
+    ++visits;
     if (n->parent != src_scope || n->is_scope()) {
       clone_rec(b, src_scope, kept, map, shape);
       return;

@@ -202,8 +202,9 @@ bool simplify(Program& p) {
 bool simplify_nodes(Program& p, const Resimplify& r) {
   Builder b(p);
   bool changed = false;
+  uint64_t& visits = node_visit_counter();
   auto one = [&](Node* n) {
-    ++node_visit_counter();
+    ++visits;
     if (!n->dead) changed |= simplify_one(p, b, n);
   };
   for (Node* n : r.nodes) one(n);
