@@ -369,31 +369,27 @@ uint64_t& node_visit_counter() {
 
 namespace {
 
-// The siblings from `c` on, and what is inside them, by links. A node's `next` is read before f
-// sees the node: what f links right after it is not visited.
-void walk_links(Node* c, const std::function<void(Node*)>& f, uint64_t& visits) {
-  while (c) {
-    ++visits;
-    Node* next = c->next;
-    prefetch_node(next);
-    f(c);
-    if (!c->dead && c->first_child) walk_links(c->first_child, f, visits);
-    c = next;
-  }
-}
+// The order a walk by links visited, for Program's walk cache; `complete` turns false if the walk
+// met a dead node (f erased the next sibling: the walk stopped short there, so `order` is not the
+// program).
+struct Recording {
+  std::vector<Node*>& order;
+  bool complete = true;
+};
 
-// The same, appending the nodes visited to `order`; `complete` turns false if the walk meets a
-// dead node (f erased the next sibling: the walk stops short there, so `order` is not the program).
-void walk_links_recording(Node* c, const std::function<void(Node*)>& f, std::vector<Node*>& order, bool& complete,
-                          uint64_t& visits) {
+// The siblings from `c` on, and what is inside them, by links, appending to `rec` if given. A
+// node's `next` is read before f sees the node: what f links right after it is not visited.
+void walk_links(Node* c, const std::function<void(Node*)>& f, uint64_t& visits, Recording* rec = nullptr) {
   while (c) {
     ++visits;
     Node* next = c->next;
     prefetch_node(next);
-    complete = complete && !c->dead;
-    order.push_back(c);
+    if (rec) {
+      rec->complete = rec->complete && !c->dead;
+      rec->order.push_back(c);
+    }
     f(c);
-    if (!c->dead && c->first_child) walk_links_recording(c->first_child, f, order, complete, visits);
+    if (!c->dead && c->first_child) walk_links(c->first_child, f, visits, rec);
     c = next;
   }
 }
@@ -433,9 +429,9 @@ void Program::for_each(const std::function<void(Node*)>& f) const {
   // are dead: later walks skip them).
   walk_order_.clear();
   walk_order_valid_ = true;
-  bool complete = true;
-  walk_links_recording(root_->first_child, f, walk_order_, complete, visits);
-  walk_order_valid_ = walk_order_valid_ && complete;
+  Recording rec{walk_order_};
+  walk_links(root_->first_child, f, visits, &rec);
+  walk_order_valid_ = walk_order_valid_ && rec.complete;
   walk_size_ = visits - v0;
 }
 
