@@ -20,11 +20,11 @@ void walk(const Node* scope, const std::function<void(const Node*)>& f) {
 
 MemoryAccess memory_accesses(const Node* kernel) {
   MemoryAccess a;
-  a.reads.assign(kernel->memories.size(), 0);
-  a.writes.assign(kernel->memories.size(), 0);
+  a.reads.assign(kernel->memories().size(), 0);
+  a.writes.assign(kernel->memories().size(), 0);
   auto slot = [&](const Node* m) -> int {
-    for (size_t i = 0; i < kernel->memories.size(); ++i)
-      if (kernel->memories[i] == m) return static_cast<int>(i);
+    for (size_t i = 0; i < kernel->memories().size(); ++i)
+      if (kernel->memories()[i] == m) return static_cast<int>(i);
     return -1;
   };
   bool unknown = false;
@@ -52,8 +52,8 @@ std::vector<LoopBound> find_loops(const Node* kernel) {
           const Node* o = c->operand(i);
           if (o->op == Op::constant) { l.value[i] = o->i(); continue; }
           l.param[i] = -2;  // thread-dependent
-          for (size_t j = 0; j < kernel->params.size(); ++j)
-            if (kernel->params[j] == o) l.param[i] = static_cast<int>(j);
+          for (size_t j = 0; j < kernel->params().size(); ++j)
+            if (kernel->params()[j] == o) l.param[i] = static_cast<int>(j);
         }
         loops.push_back(l);
         me = static_cast<int>(loops.size()) - 1;

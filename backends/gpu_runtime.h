@@ -72,7 +72,7 @@ const Compiled& compiled_kernel(const std::unordered_map<int, Compiled>& kernels
                                 size_t params) {
   auto it = kernels.find(kernel->index);
   EMBER_INTERNAL_ASSERT(it != kernels.end(), "kernel #" << kernel->index << " was not compiled for this program");
-  EMBER_INTERNAL_ASSERT(memories == kernel->memories.size() && params == kernel->params.size(),
+  EMBER_INTERNAL_ASSERT(memories == kernel->memories().size() && params == kernel->params().size(),
                         "kernel #" << kernel->index << ": got " << memories << " memories and " << params << " params");
   return it->second;
 }

@@ -32,8 +32,8 @@ void set_block(ParamBlock& b, const Node* kernel, int header_words) {
     b.fields.push_back({"threads", DType::u32, 0, nullptr});
     b.fields.push_back({"row", DType::u32, 4, nullptr});
   }
-  for (size_t i = 0; i < kernel->params.size(); ++i) {
-    const Node* p = kernel->params[i];
+  for (size_t i = 0; i < kernel->params().size(); ++i) {
+    const Node* p = kernel->params()[i];
     b.fields.push_back({"p" + std::to_string(i), p->dtype, static_cast<int>((header_words + i) * 4), p});
   }
   b.size = static_cast<int>(b.fields.size() * 4);
@@ -51,10 +51,10 @@ KernelAbi kernel_abi(const Node* kernel, KernelApi api, const AbiLimits& limits)
   switch (api) {
     case KernelApi::vulkan_glsl:
     case KernelApi::vulkan_hlsl: {
-      const int bytes = static_cast<int>((kernel->params.size() + header) * 4);
+      const int bytes = static_cast<int>((kernel->params().size() + header) * 4);
       const bool in_buffer = bytes > limits.max_push_bytes;
       b.kind = in_buffer ? ParamBlockKind::storage_buffer : ParamBlockKind::push_constant;
-      b.binding = in_buffer ? static_cast<int>(kernel->memories.size()) : -1;
+      b.binding = in_buffer ? static_cast<int>(kernel->memories().size()) : -1;
       b.layout = "std430";
       abi.float_atomic_add = api == KernelApi::vulkan_glsl && limits.float_atomic_add && has_float_atomic_add(kernel) &&
                              kernel->group.empty();  // group buffers' float atomics: compare-and-swap
@@ -81,10 +81,10 @@ KernelAbi kernel_abi(const Node* kernel, KernelApi api, const AbiLimits& limits)
 
   const Dialect& d = abi_dialect(abi);
   const MemoryAccess acc = memory_accesses(kernel);
-  for (size_t i = 0; i < kernel->memories.size(); ++i) {
+  for (size_t i = 0; i < kernel->memories().size(); ++i) {
     KernelBinding kb;
     kb.binding = static_cast<int>(i);
-    kb.memory = kernel->memories[i];
+    kb.memory = kernel->memories()[i];
     const bool r = acc.reads_slot(i), w = acc.writes_slot(i);
     kb.access = r && w ? BufferAccess::read_write : w ? BufferAccess::write : BufferAccess::read;
     kb.var = "m" + std::to_string(i);

@@ -233,7 +233,7 @@ struct PlanExecutor::Impl {
         case PlanStep::Kind::dispatch: {
           const PlanKernel& k = plan.kernels.at(s.kernel);
           x.kernel = k.kernel;
-          if (k.binding_buffers.size() != x.kernel->memories.size() || s.shape.size() != x.kernel->shape.size())
+          if (k.binding_buffers.size() != x.kernel->memories().size() || s.shape.size() != x.kernel->shape.size())
             cannot("dispatch of " + k.name + " does not match its kernel's memories or shape");
           for (const std::string& b : k.binding_buffers) x.memories.push_back(buffer_of(b));
           for (const std::string& d : s.shape) x.dims.emplace_back(d, DType::i32, symbols);
@@ -241,7 +241,7 @@ struct PlanExecutor::Impl {
           if (fields.size() != s.params.size()) cannot("dispatch of " + k.name + " lacks parameter values");
           for (size_t i = 0; i < fields.size(); ++i)
             if (fields[i].value) x.params.emplace_back(s.params[i].second, fields[i].type, symbols);
-          if (x.params.size() != x.kernel->params.size()) cannot("dispatch of " + k.name + " has the wrong parameter count");
+          if (x.params.size() != x.kernel->params().size()) cannot("dispatch of " + k.name + " has the wrong parameter count");
           break;
         }
         case PlanStep::Kind::loop:

@@ -72,8 +72,8 @@ class KernelPrinter {
 
   GeneratedKernel run() {
     EMBER_INTERNAL_ASSERT(k_->op == Op::kernel, "generate_kernel on " << op_name(k_->op));
-    for (size_t i = 0; i < k_->memories.size(); ++i) names_[k_->memories[i]] = "m" + std::to_string(i);
-    for (size_t i = 0; i < k_->params.size(); ++i) names_[k_->params[i]] = "p" + std::to_string(i);
+    for (size_t i = 0; i < k_->memories().size(); ++i) names_[k_->memories()[i]] = "m" + std::to_string(i);
+    for (size_t i = 0; i < k_->params().size(); ++i) names_[k_->params()[i]] = "p" + std::to_string(i);
     depth_ = 2;
     if (d_.wide_addresses) find_wide_addresses();
     native_ = !k_->group.empty() && !d_.group_threads_open.empty();
@@ -302,8 +302,8 @@ class KernelPrinter {
   // threads start (a constant or a kernel parameter); "" otherwise.
   std::string uniform_bound(const Node* o) const {
     if (o->op == Op::constant) return std::to_string(o->i());
-    for (size_t i = 0; i < k_->params.size(); ++i)
-      if (k_->params[i] == o) return fill(d_.index_from_i32, {{"0", "p" + std::to_string(i)}});
+    for (size_t i = 0; i < k_->params().size(); ++i)
+      if (k_->params()[i] == o) return fill(d_.index_from_i32, {{"0", "p" + std::to_string(i)}});
     return "";
   }
 
@@ -903,8 +903,8 @@ class KernelPrinter {
     // ones: a store through a memory (-fno-strict-aliasing) would otherwise reload every
     // captured pointer and value after it, and the columns loop would not vectorize.
     std::vector<std::string> names{"ember_M"};
-    for (size_t i = 0; i < k_->memories.size(); ++i) names.push_back("m" + std::to_string(i));
-    for (size_t i = 0; i < k_->params.size(); ++i) names.push_back("p" + std::to_string(i));
+    for (size_t i = 0; i < k_->memories().size(); ++i) names.push_back("m" + std::to_string(i));
+    for (size_t i = 0; i < k_->params().size(); ++i) names.push_back("p" + std::to_string(i));
     for (const std::string& n : names) line("const auto ember_l_" + n + " = " + n + ";");
     line("{");
     ++depth_;
@@ -1040,32 +1040,32 @@ class KernelPrinter {
     out_.clear();
     int saved_depth = depth_;
     depth_ = 0;
-    line(d_.comment + "kernel " + shape_text() + ", " + std::to_string(k_->memories.size()) + " memories, " +
-         std::to_string(k_->params.size()) + " params");
+    line(d_.comment + "kernel " + shape_text() + ", " + std::to_string(k_->memories().size()) + " memories, " +
+         std::to_string(k_->params().size()) + " params");
     const std::string coherent = buffer_barriers_.empty() ? "" : d_.coherent;
-    for (size_t i = 0; i < k_->memories.size(); ++i)
+    for (size_t i = 0; i < k_->memories().size(); ++i)
       if (!d_.global_mem_decl.empty())
-        line(fill(d_.global_mem_decl, {{"i", std::to_string(i)}, {"T", d_.mem_type[dtype_slot(k_->memories[i]->dtype)]},
+        line(fill(d_.global_mem_decl, {{"i", std::to_string(i)}, {"T", d_.mem_type[dtype_slot(k_->memories()[i]->dtype)]},
                                        {"coherent", coherent}}));
     if (!d_.params_open.empty()) {
-      std::string nmem = std::to_string(k_->memories.size());
+      std::string nmem = std::to_string(k_->memories().size());
       line(fill(d_.params_open, {{"nmem", nmem}}));
-      for (size_t i = 0; i < k_->params.size(); ++i) line(fill(d_.param_decl, {{"i", std::to_string(i)}, {"nmem", nmem}}));
+      for (size_t i = 0; i < k_->params().size(); ++i) line(fill(d_.param_decl, {{"i", std::to_string(i)}, {"nmem", nmem}}));
       line(fill(d_.params_close, {{"nmem", nmem}}));
     }
     if (!d_.group_shared_in_kernel) out_ += group_decls_;
     line(fill(d_.kernel_open,
               {{"name", symbol}, {"group", std::to_string(native_ ? group_threads() : int64_t{d_.group_size})},
-               {"nmem", std::to_string(k_->memories.size())}, {"nparams", std::to_string(k_->params.size())}}));
+               {"nmem", std::to_string(k_->memories().size())}, {"nparams", std::to_string(k_->params().size())}}));
     depth_ = 1;
     if (d_.group_shared_in_kernel) line(group_decls_);
-    for (size_t i = 0; i < k_->memories.size(); ++i)
-      line(fill(d_.local_mem_decl, {{"i", std::to_string(i)}, {"T", d_.mem_type[dtype_slot(k_->memories[i]->dtype)]}}));
-    for (size_t i = 0; i < k_->params.size(); ++i) {
-      DType t = k_->params[i]->dtype;
+    for (size_t i = 0; i < k_->memories().size(); ++i)
+      line(fill(d_.local_mem_decl, {{"i", std::to_string(i)}, {"T", d_.mem_type[dtype_slot(k_->memories()[i]->dtype)]}}));
+    for (size_t i = 0; i < k_->params().size(); ++i) {
+      DType t = k_->params()[i]->dtype;
       std::string word = fill(d_.param_word, {{"i", std::to_string(i)}});
       line(fill(d_.decl_const, {{"T", type(t)}, {"name", "p" + std::to_string(i)},
-                                {"e", convert(word, DType::u32, t, true, k_->params[i])}}));
+                                {"e", convert(word, DType::u32, t, true, k_->params()[i])}}));
     }
     for (size_t g = 0; g < staging_.groups.size(); ++g) {
       const StagingGroup& sg = staging_.groups[g];

@@ -12,8 +12,8 @@ namespace ember {
 KernelBody::KernelBody(const Node* k) : k_(k) {
   collect(k);
   for (size_t i = 0; i < nodes_.size(); ++i) slot_[nodes_[i]] = {RefKind::local, i};
-  for (size_t i = 0; i < k->memories.size(); ++i) slot_.emplace(k->memories[i], KernelRef{RefKind::memory, i});
-  for (size_t i = 0; i < k->params.size(); ++i) slot_.emplace(k->params[i], KernelRef{RefKind::param, i});
+  for (size_t i = 0; i < k->memories().size(); ++i) slot_.emplace(k->memories()[i], KernelRef{RefKind::memory, i});
+  for (size_t i = 0; i < k->params().size(); ++i) slot_.emplace(k->params()[i], KernelRef{RefKind::param, i});
 }
 
 void KernelBody::collect(const Node* s) {
@@ -105,11 +105,11 @@ bool same_node(const KernelBody& ba, const Node* a, const KernelBody& bb, const 
 }
 
 bool same_bindings(const Node* a, const Node* b) {
-  if (a->memories.size() != b->memories.size() || a->params.size() != b->params.size()) return false;
-  for (size_t i = 0; i < a->memories.size(); ++i)
-    if (a->memories[i]->dtype != b->memories[i]->dtype) return false;
-  for (size_t i = 0; i < a->params.size(); ++i)
-    if (a->params[i]->dtype != b->params[i]->dtype) return false;
+  if (a->memories().size() != b->memories().size() || a->params().size() != b->params().size()) return false;
+  for (size_t i = 0; i < a->memories().size(); ++i)
+    if (a->memories()[i]->dtype != b->memories()[i]->dtype) return false;
+  for (size_t i = 0; i < a->params().size(); ++i)
+    if (a->params()[i]->dtype != b->params()[i]->dtype) return false;
   return true;
 }
 
@@ -121,10 +121,10 @@ uint64_t kernel_signature_hash(const Node* k) {
   Hasher hs;
   hash_node(hs, b, k);
   hs.add(hash_attrs(body_attrs(k)));
-  hs.add(k->memories.size());
-  for (const Node* m : k->memories) hs.add(static_cast<uint64_t>(m->dtype));
-  hs.add(k->params.size());
-  for (const Node* p : k->params) hs.add(static_cast<uint64_t>(p->dtype));
+  hs.add(k->memories().size());
+  for (const Node* m : k->memories()) hs.add(static_cast<uint64_t>(m->dtype));
+  hs.add(k->params().size());
+  for (const Node* p : k->params()) hs.add(static_cast<uint64_t>(p->dtype));
   hs.add(b.nodes().size());
   for (const Node* n : b.nodes()) {
     hash_node(hs, b, n);

@@ -88,7 +88,7 @@ class PlanBuilder {
     for (const Node* a : p_.args) used.insert(a->name);
     for (size_t j = 0; j < p_.dims.size(); ++j) {
       const Node* d = p_.dims[j];
-      std::string name = identifier(d->name) && !used.count(d->name) ? d->name : "dim" + std::to_string(j);
+      std::string name = identifier(d->name) && !used.count(d->name) ? d->name.str() : "dim" + std::to_string(j);
       used.insert(name);
       PlanDim pd;
       pd.name = name;
@@ -215,7 +215,7 @@ class PlanBuilder {
       case Op::buffer: {
         auto o = output_names_.find(n);
         std::string name = o != output_names_.end() ? o->second
-                           : identifier(n->name) && !taken(n->name) ? n->name
+                           : identifier(n->name) && !taken(n->name) ? n->name.str()
                                                                     : "tmp" + std::to_string(temps_++);
         add_buffer(n, name, o != output_names_.end() ? BufferRole::output : BufferRole::temp);
         if (depth > 0 && n->zero_init) {

@@ -26,10 +26,10 @@ class CpuRunner : public KernelRunner {
                   const std::vector<int64_t>& dims) override {
     auto it = fns_.find(kernel->index);
     EMBER_INTERNAL_ASSERT(it != fns_.end(), "kernel #" << kernel->index << " was not compiled for this program");
-    EMBER_INTERNAL_ASSERT(memories.size() == kernel->memories.size() && params.size() == kernel->params.size(),
+    EMBER_INTERNAL_ASSERT(memories.size() == kernel->memories().size() && params.size() == kernel->params().size(),
                           "kernel #" << kernel->index << ": got " << memories.size() << " memories and "
-                                     << params.size() << " params, expected " << kernel->memories.size() << " and "
-                                     << kernel->params.size());
+                                     << params.size() << " params, expected " << kernel->memories().size() << " and "
+                                     << kernel->params().size());
     int64_t threads = 1;
     for (int64_t d : dims) threads *= d > 0 ? d : 0;
     if (threads == 0) return;

@@ -238,8 +238,8 @@ class CudaBackend : public Backend {
         if (f.fn) continue;
         f.symbol = k.code.symbol;
         f.block = local_size(k.kernels[0], cuda_dialect().group_size);
-        f.nmem = static_cast<int>(k.kernels[0]->memories.size());
-        f.nparams = static_cast<int>(k.kernels[0]->params.size());
+        f.nmem = static_cast<int>(k.kernels[0]->memories().size());
+        f.nparams = static_cast<int>(k.kernels[0]->params().size());
         if (args_layout(f.nmem, f.nparams).size > kMaxArgsBytes)
           throw BackendError("ember: kernel " + f.symbol + " has " + std::to_string(f.nmem) + " memories and " +
                              std::to_string(f.nparams) + " params: more than CUDA's " + std::to_string(kMaxArgsBytes) +

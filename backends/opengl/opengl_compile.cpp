@@ -163,7 +163,7 @@ const char* program_source_name(ProgramSource s) {
 KernelLayout kernel_layout(const Node* kernel) {
   const Context& c = context();
   KernelLayout l;
-  const size_t memories = kernel->memories.size();
+  const size_t memories = kernel->memories().size();
   size_t limit = static_cast<size_t>(std::max(c.max_storage_blocks, 2));
   if (const char* e = std::getenv("EMBER_OPENGL_MAX_STORAGE_BUFFERS"); e && std::atoi(e) >= 2)
     limit = std::min(limit, static_cast<size_t>(std::atoi(e)));
@@ -179,7 +179,7 @@ KernelLayout kernel_layout(const Node* kernel) {
   const size_t param_bytes = l.abi.params.fields.size() * 4 + spilled * 4;
   if (param_bytes > static_cast<size_t>(c.max_uniform_block_bytes))
     throw BackendError("ember: kernel #" + std::to_string(kernel->index) + " takes " +
-                       std::to_string(kernel->params.size()) + " scalar params; " + c.description +
+                       std::to_string(kernel->params().size()) + " scalar params; " + c.description +
                        " holds at most " + std::to_string(c.max_uniform_block_bytes / 4 - kGpuHeaderWords) +
                        " in a uniform block");
   check_workgroup_limits(kernel, c.max_group_invocations, c.max_group_size_x, c.max_shared_bytes, c.description);
@@ -191,7 +191,7 @@ const Dialect& kernel_dialect(const KernelLayout& layout) { return abi_dialect(l
 std::string shader_source(const GeneratedKernel& k, const Dialect& d, const KernelLayout& layout) {
   std::string body = k.source;
   const Node* kernel = k.kernel;
-  const size_t n = kernel->memories.size();
+  const size_t n = kernel->memories().size();
   if (layout.spill_from < n) {
     // Declarations: the arena's two views where the first arena memory was declared.
     size_t at = std::string::npos;
@@ -201,7 +201,7 @@ std::string shader_source(const GeneratedKernel& k, const Dialect& d, const Kern
     for (size_t i = layout.spill_from; i < n; ++i) {
       const std::string slot = std::to_string(i);
       const std::string decl = "layout(std430, binding = " + slot + ") " + coherent + "buffer EmberM" + slot + " { " +
-                               d.mem_type[dtype_slot(kernel->memories[i]->dtype)] + " m" + slot + "[]; };\n";
+                               d.mem_type[dtype_slot(kernel->memories()[i]->dtype)] + " m" + slot + "[]; };\n";
       const size_t pos = body.find(decl);
       EMBER_INTERNAL_ASSERT(pos != std::string::npos, "no declaration of memory " << i << " in " << k.symbol);
       body.erase(pos, decl.size());
@@ -222,7 +222,7 @@ std::string shader_source(const GeneratedKernel& k, const Dialect& d, const Kern
     auto ident = [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_'; };
     for (size_t i = layout.spill_from; i < n; ++i) {
       const std::string name = "m" + std::to_string(i) + "[";
-      const std::string view = d.mem_type[dtype_slot(kernel->memories[i]->dtype)] == "int" ? "ember_arena_i" : "ember_arena_u";
+      const std::string view = d.mem_type[dtype_slot(kernel->memories()[i]->dtype)] == "int" ? "ember_arena_i" : "ember_arena_u";
       const std::string open = view + "[int(ember_pc.ember_o" + std::to_string(i) + ") + (";
       for (size_t pos = body.find(name); pos != std::string::npos; pos = body.find(name, pos)) {
         if (pos > 0 && ident(body[pos - 1])) { pos += name.size(); continue; }

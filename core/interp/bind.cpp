@@ -61,7 +61,7 @@ std::string tuple_str(const std::vector<int64_t>& s) {
 }
 
 std::string arg_name(const Node* a, size_t pos) {
-  return a->name.empty() ? "#" + std::to_string(pos) : a->name;
+  return a->name.empty() ? "#" + std::to_string(pos) : a->name.str();
 }
 
 }  // namespace

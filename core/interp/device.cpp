@@ -49,15 +49,15 @@ void Machine::run_device(const Node* d) {
 
   if (d->op == Op::kernel && runner_) {
     std::vector<HostTensor*> mems;
-    mems.reserve(d->memories.size());
-    for (const Node* m : d->memories) {
+    mems.reserve(d->memories().size());
+    for (const Node* m : d->memories()) {
       EMBER_INTERNAL_ASSERT(m->is_memory() && !dev(m) && hv(m).tensor,
                             "kernel " << d->name << ": memory " << op_name(m->op) << " %" << m->id << " is not allocated");
       mems.push_back(&hv(m).t);
     }
     std::vector<uint32_t> params;
-    params.reserve(d->params.size());
-    for (const Node* p : d->params) params.push_back(host_scalar(p));
+    params.reserve(d->params().size());
+    for (const Node* p : d->params()) params.push_back(host_scalar(p));
     runner_->run_kernel(d, mems, params, dev_dims_);
     return;
   }

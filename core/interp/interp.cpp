@@ -73,8 +73,8 @@ Machine::Machine(const Program& p, const std::vector<ArgValue>& args, KernelRunn
     validate(n);
     for (const Node* o : n->operands) require_known(n, o);
     for (const Node* o : n->shape) require_known(n, o);
-    for (const Node* o : n->params) require_known(n, o);
-    for (const Node* o : n->memories) require_known(n, o);
+    for (const Node* o : n->params()) require_known(n, o);
+    for (const Node* o : n->memories()) require_known(n, o);
   }
   check_static_sizes(order);
   host_.resize(order.size());

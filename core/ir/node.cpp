@@ -37,7 +37,7 @@ const char* index_mode_name(IndexMode m) {
 // ---- Attributes, derived from EMBER_NODE_ATTRS ----
 
 namespace {
-size_t hash_value(const std::string& v) { return std::hash<std::string>()(v); }
+size_t hash_value(const ThinString& v) { return std::hash<std::string>()(v.str()); }
 size_t hash_value(const ThinVec<int>& v) {
   size_t h = v.size();
   for (int x : v) h = (h ^ static_cast<size_t>(static_cast<uint32_t>(x))) * 1099511628211ull;
@@ -280,8 +280,8 @@ void Program::erase(Node* n) {
   while (n->last_child) erase(n->last_child);
   EMBER_INTERNAL_ASSERT(n->users.empty(), "erasing " << op_name(n->op) << " %" << n->id << " which still has "
                                                << n->users.size() << " users");
-  EMBER_INTERNAL_ASSERT(n->dim_users.empty(), "erasing " << op_name(n->op) << " %" << n->id
-                                                   << " which is still a dim of " << n->dim_users.size() << " nodes");
+  EMBER_INTERNAL_ASSERT(n->dim_users().empty(), "erasing " << op_name(n->op) << " %" << n->id
+                                                   << " which is still a dim of " << n->dim_users().size() << " nodes");
   detach(n);
   truncate_operands(n, 0);
   if (!n->dead) drop_dim_uses(n);
@@ -291,7 +291,7 @@ void Program::erase(Node* n) {
   n->operands.release();
   n->use_slots.release();
   n->users.release();
-  n->dim_users.release();
+  if (!n->dim_users().empty()) n->dim_users_mut().release();
 }
 
 void Program::set_shape(Node* n, std::span<Node* const> view) {
@@ -304,8 +304,8 @@ void Program::set_shape(Node* n, std::span<Node* const> view) {
   n->shape_slots.resize(n->shape.v_.size());
   for (size_t a = 0; a < n->shape.v_.size(); ++a) {
     Node* d = n->shape.v_[a];
-    n->shape_slots[a] = static_cast<uint32_t>(d->dim_users.size());
-    d->dim_users.push_back(n);
+    n->shape_slots[a] = static_cast<uint32_t>(d->dim_users().size());
+    d->dim_users_mut().push_back(n);
   }
 }
 
@@ -314,7 +314,7 @@ void Program::set_shape(Node* n, std::span<Node* const> view) {
 void Program::drop_dim_uses(Node* n) {
   for (size_t a = 0; a < n->shape.v_.size(); ++a) {
     Node* d = n->shape.v_[a];
-    ThinVec<Node*>& list = d->dim_users;
+    ThinVec<Node*>& list = d->dim_users_mut();
     const uint32_t slot = n->shape_slots[a];
     EMBER_INTERNAL_ASSERT(slot < list.size() && list[slot] == n, "dim use list out of sync");
     const uint32_t last = static_cast<uint32_t>(list.size() - 1);
@@ -352,7 +352,7 @@ void Program::replace_all_uses(Node* old_value, Node* new_value) {
   for (Node* u : users)
     for (size_t i = 0; i < u->operands.size(); ++i)
       if (u->operands[i] == old_value) set_operand(u, static_cast<int>(i), new_value);
-  std::vector<Node*> dim_users = old_value->dim_users;
+  std::vector<Node*> dim_users = old_value->dim_users();
   std::sort(dim_users.begin(), dim_users.end(), [](const Node* a, const Node* b) { return a->id < b->id; });
   dim_users.erase(std::unique(dim_users.begin(), dim_users.end()), dim_users.end());
   for (Node* u : dim_users) {
@@ -496,8 +496,8 @@ std::unique_ptr<Program> clone_program(const Program& src, std::vector<std::pair
     for (Node* d : n->shape) shape.push_back(m(d));
     dst->set_shape(c, std::move(shape));
     for (Node* o : n->operands) dst->add_operand(c, m(o));
-    for (Node* p : n->params) c->params.push_back(m(p));
-    for (Node* p : n->memories) c->memories.push_back(m(p));
+    for (Node* p : n->params()) c->params_mut().push_back(m(p));
+    for (Node* p : n->memories()) c->memories_mut().push_back(m(p));
     dst->append(m(n->parent), c);
   }
   for (Node* a : src.args) dst->args.push_back(a ? m(a) : nullptr);

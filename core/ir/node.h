@@ -12,6 +12,7 @@
 #include "core/ir/dtype.h"
 #include "core/ir/error.h"
 #include "core/support/small_vec.h"
+#include "core/support/thin_string.h"
 #include "core/support/thin_vec.h"
 
 namespace ember {
@@ -85,7 +86,7 @@ const char* index_mode_name(IndexMode m);
   X(bool, flat, false, semantic)                  /* load/store/atomic: one flat index */          \
   X(bool, zero_init, false, semantic)             /* buffer: filled with zeros when allocated */   \
   X(int, index, -1, semantic)                     /* argument position, output slot, kernel id */  \
-  X(std::string, name, {}, semantic)              /* argument name, symbolic dim, kernel name */   \
+  X(ThinString, name, {}, semantic)               /* argument name, symbolic dim, kernel name */   \
   X(ThinVec<int>, group, {}, semantic)            /* kernel: workgroup shape; empty: none */       \
   X(SourceLoc, loc, {}, metadata)                 /* where the user traced it */
 
@@ -145,7 +146,8 @@ class DimList {
 // MB of IR, each cache line a walk touches per node is a miss). NodeHead and the scalar
 // attributes (the first 24 bytes of NodeAttrs) fill the first two 64-byte lines: what the walks
 // and the cleanup passes read (kind, links, operands, shape, attributes). NodeTail holds what
-// only edits read (prev, order, last_child, users, slots); dim_users, params, memories follow.
+// only edits read (users, prev, order, last_child, slots); the lists few nodes have (NodeLists)
+// sit behind one pointer, so a node is four lines (256 bytes), not five.
 struct NodeHead {
   Op op;
   DType dtype = DType::none;
@@ -161,20 +163,19 @@ struct NodeHead {
 };
 
 struct NodeTail {
+  // One entry per use (a node using x twice appears twice), in no particular order.
+  SmallVec<Node*, 2> users;
   // Links that only edits read. An insertion reads its neighbours' prev and order: they share
-  // the node's third cache line.
+  // the node's third cache line with the users.
   Node* prev = nullptr;
   // Position among its siblings, strictly increasing along `next` (Program's linking keeps it),
   // so "does a come before b in their scope" is one comparison instead of a walk of the list.
   uint64_t order = 0;
   Node* last_child = nullptr;
 
-  // One entry per use (a node using x twice appears twice), in no particular order.
-  SmallVec<Node*, 2> users;
   // use_slots[i]: where this node's entry for operands[i] sits in operands[i]->users, so dropping
   // a use is O(1), not O(uses of the operand) (a constant such as 0.1f has one per step of an
-  // unrolled simulation: scanning made erasing quadratic in program size). Dropping a use reads
-  // one operand's users and one user's slots: both lists sit in the fourth cache line.
+  // unrolled simulation: scanning made erasing quadratic in program size).
   SmallVec<uint32_t, 4> use_slots;
   // shape_slots[a]: where this node's entry for shape[a] sits in shape[a]->dim_users, so dropping
   // it is O(1) (a dim such as N has one entry per node of shape [N, ...]: scanning would make
@@ -182,16 +183,29 @@ struct NodeTail {
   SmallVec<uint32_t, 3> shape_slots;
 };
 
+// The lists only some nodes have (a dimension's dim users, a kernel's params and memories), kept
+// off the node: three more pointers in every Node would make it five cache lines instead of four.
+struct NodeLists {
+  ThinVec<Node*> dim_users;
+  ThinVec<Node*> params;
+  ThinVec<Node*> memories;
+};
+
 struct alignas(64) Node : NodeHead, NodeAttrs, NodeTail {
   // Attributes (bits, axis, kind, ...): inherited from NodeAttrs, see EMBER_NODE_ATTRS.
 
   // Nodes whose shape lists this node as a dimension, one entry per occurrence, in no particular
-  // order. Kept apart from `users` so passes that walk users see only operand uses.
-  ThinVec<Node*> dim_users;
+  // order. Kept apart from `users` so passes that walk users see only operand uses. Written only
+  // by Program.
+  const ThinVec<Node*>& dim_users() const { return lists_ ? lists_->dim_users : no_list(); }
   // Filled by split_host for kernel nodes: host values the kernel reads (passed as scalars)
   // and memories it touches (passed as buffers), in a fixed order.
-  ThinVec<Node*> params;
-  ThinVec<Node*> memories;
+  const ThinVec<Node*>& params() const { return lists_ ? lists_->params : no_list(); }
+  const ThinVec<Node*>& memories() const { return lists_ ? lists_->memories : no_list(); }
+  // The same lists for writing (made on first use).
+  ThinVec<Node*>& dim_users_mut() { return lists().dim_users; }
+  ThinVec<Node*>& params_mut() { return lists().params; }
+  ThinVec<Node*>& memories_mut() { return lists().memories; }
 
   bool is(Op o) const { return op == o; }
   bool is_scope() const { return has_flag(op, F_SCOPE); }
@@ -209,7 +223,19 @@ struct alignas(64) Node : NodeHead, NodeAttrs, NodeTail {
   float f() const { return w2f(bits); }
   int32_t i() const { return w2i(bits); }
   std::vector<Node*> children() const;
+
+ private:
+  NodeLists& lists() {
+    if (!lists_) lists_ = std::make_unique<NodeLists>();
+    return *lists_;
+  }
+  static const ThinVec<Node*>& no_list() {
+    static const ThinVec<Node*> empty;
+    return empty;
+  }
+  std::unique_ptr<NodeLists> lists_;
 };
+static_assert(sizeof(Node) == 256, "Node is four cache lines: the walks of every pass read them (issue 17)");
 
 // Starts loading n's two hot cache lines (NodeHead and the scalar attributes): a walk calls it for
 // the next sibling before working on the current node, so the next load overlaps that work

@@ -83,11 +83,11 @@ class Printer {
       if (n->mode != IndexMode::clamp) os << " " << index_mode_name(n->mode);
       if (n->flat) os << " flat";
     }
-    if (n->op == Op::kernel && (!n->params.empty() || !n->memories.empty())) {
+    if (n->op == Op::kernel && (!n->params().empty() || !n->memories().empty())) {
       os << " mem(";
-      for (size_t i = 0; i < n->memories.size(); ++i) os << (i ? ", " : "") << ref(n->memories[i]);
+      for (size_t i = 0; i < n->memories().size(); ++i) os << (i ? ", " : "") << ref(n->memories()[i]);
       os << ") params(";
-      for (size_t i = 0; i < n->params.size(); ++i) os << (i ? ", " : "") << ref(n->params[i]);
+      for (size_t i = 0; i < n->params().size(); ++i) os << (i ? ", " : "") << ref(n->params()[i]);
       os << ")";
     }
     return os.str();

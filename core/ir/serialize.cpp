@@ -161,7 +161,7 @@ void put(Writer& w, const T& v) {
   } else if constexpr (std::is_enum_v<T>) {
     static_assert(kEnumCount<T> > 0, "serialize_program: give this enum attribute type a kEnumCount");
     w.u32(static_cast<uint32_t>(v));
-  } else if constexpr (std::is_same_v<T, std::string>) {
+  } else if constexpr (std::is_same_v<T, std::string> || std::is_same_v<T, ThinString>) {
     w.str(v);
   } else if constexpr (std::is_same_v<T, ThinVec<int>>) {
     w.u32(static_cast<uint32_t>(v.size()));
@@ -191,7 +191,7 @@ void get(Reader& r, T& v) {
     const uint32_t x = r.u32();
     if (x >= static_cast<uint32_t>(kEnumCount<T>)) bad("enum attribute out of range (" + std::to_string(x) + ")");
     v = static_cast<T>(x);
-  } else if constexpr (std::is_same_v<T, std::string>) {
+  } else if constexpr (std::is_same_v<T, std::string> || std::is_same_v<T, ThinString>) {
     v = r.str();
   } else if constexpr (std::is_same_v<T, ThinVec<int>>) {
     v.resize(r.count());
@@ -262,7 +262,7 @@ void check_node(const Node* n) {
   if ((n->op == Op::reduce || n->op == Op::scan) && n->kind > static_cast<uint8_t>(ReduceKind::argmin))
     bad("reduction kind out of range");
   if (n->op == Op::atomic && n->kind > static_cast<uint8_t>(AtomicKind::exchange)) bad("atomic kind out of range");
-  for (const Node* m : n->memories)
+  for (const Node* m : n->memories())
     if (!m->is_memory()) bad("a kernel's memory list holds a " + std::string(op_name(m->op)));
 }
 
@@ -301,8 +301,8 @@ std::string serialize_program(const Program& p) {
     const Node* n = order[i];
     for (const Node* d : n->shape) note(d);
     for (const Node* o : n->operands) note(o);
-    for (const Node* o : n->params) note(o);
-    for (const Node* o : n->memories) note(o);
+    for (const Node* o : n->params()) note(o);
+    for (const Node* o : n->memories()) note(o);
   }
   if (p.next_id() > static_cast<int>(kMaxIds)) throw Error("serialize_program: too many node ids");
 
@@ -324,14 +324,14 @@ std::string serialize_program(const Program& p) {
     w.byte(static_cast<uint8_t>(n->op));
     w.byte(static_cast<uint8_t>(n->dtype));
     w.u32(static_cast<uint32_t>(n->id));
-    const bool lists = !n->params.empty() || !n->memories.empty();
+    const bool lists = !n->params().empty() || !n->memories().empty();
     w.byte(lists ? kHasKernelLists : 0);
     put_attrs(w, *n);
     refs(n->shape);
     refs(n->operands);
     if (lists) {
-      refs(n->params);
-      refs(n->memories);
+      refs(n->params());
+      refs(n->memories());
     }
     if (i < tree && n->is_scope()) {
       uint32_t children = 0;
@@ -448,7 +448,7 @@ std::unique_ptr<Program> deserialize_program(std::string_view bytes, const Verif
   }
   for (size_t i = 0; i < count; ++i) {
     nodes[i]->users.reserve(uses[i]);
-    nodes[i]->dim_users.reserve(dim_uses[i]);
+    nodes[i]->dim_users_mut().reserve(dim_uses[i]);
   }
   for (size_t i = 0; i < count; ++i) {
     Node* n = nodes[i];
@@ -461,9 +461,9 @@ std::unique_ptr<Program> deserialize_program(std::string_view bytes, const Verif
     };
     std::vector<Node*> shape = take();
     std::vector<Node*> operands = take();
-    n->params = take();
-    n->memories = take();
-    if (i == 0 && (!shape.empty() || !operands.empty() || !n->params.empty() || !n->memories.empty()))
+    n->params_mut() = take();
+    n->memories_mut() = take();
+    if (i == 0 && (!shape.empty() || !operands.empty() || !n->params().empty() || !n->memories().empty()))
       bad("the root has a shape or operands");
     p->set_shape(n, std::move(shape));
     n->operands.reserve(operands.size());

@@ -179,7 +179,7 @@ class Verifier {
         --ops[{x, u}];
         visit(u);
       }
-      for (const Node* u : x->dim_users) {
+      for (const Node* u : x->dim_users()) {
         if (u->dead) fail(x, "dim use list names an erased node");
         --dims[{x, u}];
         visit(u);

@@ -211,7 +211,7 @@ class Cse {
 
   // c's users get its twin as operand, and its operands lose c's use.
   void note(const Node* c) {
-    if (!c->dim_users.empty()) resimplify_->all = true;  // shapes change: same_as compares them
+    if (!c->dim_users().empty()) resimplify_->all = true;  // shapes change: same_as compares them
     resimplify_->nodes.insert(resimplify_->nodes.end(), c->users.begin(), c->users.end());
     resimplify_->lost.insert(resimplify_->lost.end(), c->operands.begin(), c->operands.end());
   }

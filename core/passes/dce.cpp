@@ -107,7 +107,7 @@ bool dce_once(Program& p, Resimplify* resimplify, std::vector<const Node*>& empt
     // Uses by other dead nodes are gone by now (reverse order); a dead var's sets went first.
     // A node still used by a live node, as an operand or as a dim of its shape, stays.
     std::vector<Node*> users = n->users;
-    users.insert(users.end(), n->dim_users.begin(), n->dim_users.end());
+    users.insert(users.end(), n->dim_users().begin(), n->dim_users().end());
     if (!users.empty()) {
       bool all_dead = true;
       for (Node* u : users) all_dead &= !is_live(u);

@@ -68,7 +68,7 @@ class Parallelizer {
         pl.buffers.push_back(c);
       } else if (host_pure(c)) {
         if (depends_on(c, loop, pl.on_counter)) {
-          if (!c->dim_users.empty()) return false;  // a dim that changes per iteration
+          if (!c->dim_users().empty()) return false;  // a dim that changes per iteration
           pl.on_counter.insert(c);
         }
       } else {

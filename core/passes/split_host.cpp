@@ -29,9 +29,9 @@ bool split_host(Program& p) {
         add(params, o);
       }
     });
-    if (mems != k->memories || params != k->params) changed = true;
-    k->memories = mems;
-    k->params = params;
+    if (mems != k->memories() || params != k->params()) changed = true;
+    k->memories_mut() = mems;
+    k->params_mut() = params;
   }
   return changed;
 }

@@ -432,8 +432,8 @@ TEST(Interp, KernelRunnerGetsMemoriesParamsDims) {
   b.store(out, b.binary(Op::mul, b.load(X, {i}, S), sc), {i}, S);
   b.set_insert_end(p.root());
   b.output(out, 0);
-  k->memories = {X, out};
-  k->params = {sc};
+  k->memories_mut() = {X, out};
+  k->params_mut() = {sc};
   verify(p);
 
   std::mt19937 rng(9);

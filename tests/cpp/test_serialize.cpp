@@ -140,7 +140,7 @@ void set_other(int& v) { v = v == 3 ? -5 : 3; }
 void set_other(uint8_t& v) { v = v == 2 ? 3 : 2; }
 void set_other(bool& v) { v = !v; }
 void set_other(IndexMode& v) { v = v == IndexMode::wrap ? IndexMode::unsafe : IndexMode::wrap; }
-void set_other(std::string& v) { v += "_other\n\0x"; }
+void set_other(ThinString& v) { v = v + "_other\n\0x"; }
 void set_other(ThinVec<int>& v) { v.push_back(static_cast<int>(v.size()) + 2); v.push_back(-70000); }
 void set_other(SourceLoc& v) { v = SourceLoc(v.file() + "other.py", v.line + 17); }
 template <class T>
