@@ -448,7 +448,7 @@ std::unique_ptr<Program> deserialize_program(std::string_view bytes, const Verif
   }
   for (size_t i = 0; i < count; ++i) {
     nodes[i]->users.reserve(uses[i]);
-    nodes[i]->dim_users_mut().reserve(dim_uses[i]);
+    if (dim_uses[i]) nodes[i]->dim_users_mut().reserve(dim_uses[i]);  // (NodeLists only where used)
   }
   for (size_t i = 0; i < count; ++i) {
     Node* n = nodes[i];
@@ -461,8 +461,10 @@ std::unique_ptr<Program> deserialize_program(std::string_view bytes, const Verif
     };
     std::vector<Node*> shape = take();
     std::vector<Node*> operands = take();
-    n->params_mut() = take();
-    n->memories_mut() = take();
+    std::vector<Node*> params = take();
+    std::vector<Node*> memories = take();
+    if (!params.empty()) n->params_mut() = params;
+    if (!memories.empty()) n->memories_mut() = memories;
     if (i == 0 && (!shape.empty() || !operands.empty() || !n->params().empty() || !n->memories().empty()))
       bad("the root has a shape or operands");
     p->set_shape(n, std::move(shape));

@@ -395,4 +395,53 @@ TEST(DimUses, VerifierChecksDimUseLists) {
   verify(p);
 }
 
+// A node's name is one pointer wide (Node is 256 bytes: node.h asserts it) and still reads like a
+// std::string: copies are deep, empty is null, comparisons and concatenation work both ways.
+TEST(ThinString, ReadsLikeAStringAndCopiesDeeply) {
+  static_assert(sizeof(ThinString) == sizeof(void*));
+  ThinString a;
+  EXPECT_TRUE(a.empty());
+  EXPECT_EQ(a.size(), 0u);
+  EXPECT_EQ(a.str(), "");
+  a = std::string("kernel_7");
+  ThinString b = a;
+  b = b + "_x";
+  EXPECT_EQ(a, "kernel_7");
+  EXPECT_EQ(b, std::string("kernel_7_x"));
+  EXPECT_TRUE(std::string("kernel_7") == a);
+  EXPECT_FALSE(a == b);
+  EXPECT_EQ(std::string(a.c_str()), "kernel_7");
+  const std::string& view = a;  // no copy
+  EXPECT_EQ(&view, &a.str());
+  a = "";
+  EXPECT_TRUE(a.empty());
+  b.clear();
+  EXPECT_EQ(b, a);
+}
+
+// The lists few nodes have (dim users, params, memories) live behind one pointer: reading them on
+// any node is an empty list, writing makes them, and copies of a program carry them.
+TEST(NodeLists, ReadEmptyWriteAndCloneCarry) {
+  Program p;
+  Builder b(p);
+  Node* n = b.shape_arg("N");
+  Node* x = b.input(DType::f32, {n}, 0, "x");
+  EXPECT_TRUE(x->params().empty() && x->memories().empty() && x->dim_users().empty());
+  EXPECT_EQ(n->dim_users(), std::vector<Node*>{x});
+  Node* k = b.kernel({n});
+  k->params_mut().push_back(n);
+  k->memories_mut().push_back(x);
+  std::vector<std::pair<const Node*, Node*>> map;
+  auto copy = clone_program(p, &map);
+  Node* kc = nullptr;
+  for (auto& [from, to] : map)
+    if (from == k) kc = to;
+  ASSERT_NE(kc, nullptr);
+  ASSERT_EQ(kc->params().size(), 1u);
+  ASSERT_EQ(kc->memories().size(), 1u);
+  EXPECT_EQ(kc->params()[0]->op, Op::shape_arg);
+  EXPECT_EQ(kc->memories()[0]->op, Op::input);
+  EXPECT_EQ(kc->memories()[0]->name, "x");
+}
+
 }  // namespace
