@@ -1,6 +1,7 @@
 """How bench/workloads/compile_scaling.py counts pass-time growth (issue 17): pass times in the
 compiling thread's CPU time (prog.stats passes_cpu_ms, per pass cpu_ms), the minimum of several
-compiles per size in one process, growth per doubling from those minima."""
+compiles per size (round-robin, in a few processes started at different moments), growth per
+doubling from those minima."""
 import json
 import os
 import subprocess
