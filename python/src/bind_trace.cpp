@@ -120,7 +120,7 @@ void bind_node(py::module_& m) {
       .def_property_readonly("op", [](const Node& n) { return std::string(op_name(n.op)); })
       .def_property_readonly("id", [](const Node& n) { return n.id; })
       .def_property_readonly("rank", [](const Node& n) { return n.rank(); })
-      .def_property_readonly("name", [](const Node& n) { return n.name; })
+      .def_property_readonly("name", [](const Node& n) { return n.name.str(); })
       .def_property_readonly("is_memory", [](const Node& n) { return n.is_memory(); })
       .def_property_readonly("const_value", &const_value, "The value of a constant node, else None.")
       .def("__repr__", [](const Node& n) {

@@ -106,3 +106,13 @@ def test_dtype_objects():
     with pytest.raises(em.TypeError):
         em.f32[-1]
     assert em.f32(3) == 3.0 and em.i32(2.7) == 2
+
+
+def test_traced_node_reads_its_attributes():
+    """The binding's Node reads every attribute it exposes (its name is a ThinString in C++:
+    returned as a str, not an unconvertible C++ type)."""
+    t = em._ember.Tracer("p")
+    n = t.input(em._ember.DType.f32, [4, 3], "xin")
+    assert n.name == "xin" and n.op == "input" and n.dtype == "f32" and n.rank == 2
+    assert n.shape == (4, 3) and n.is_memory and n.const_value is None  # (an input is a memory)
+    assert repr(n).startswith("<ember.Node %")
