@@ -291,7 +291,7 @@ void Program::erase(Node* n) {
   n->operands.release();
   n->use_slots.release();
   n->users.release();
-  if (!n->dim_users().empty()) n->dim_users_mut().release();
+  n->release_dim_users();
 }
 
 void Program::set_shape(Node* n, std::span<Node* const> view) {

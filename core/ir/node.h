@@ -206,6 +206,10 @@ struct alignas(64) Node : NodeHead, NodeAttrs, NodeTail {
   ThinVec<Node*>& dim_users_mut() { return lists().dim_users; }
   ThinVec<Node*>& params_mut() { return lists().params; }
   ThinVec<Node*>& memories_mut() { return lists().memories; }
+  // Frees the dim user list's storage (erase: an erased node is no one's dim), making nothing.
+  void release_dim_users() {
+    if (lists_) lists_->dim_users.release();
+  }
 
   bool is(Op o) const { return op == o; }
   bool is_scope() const { return has_flag(op, F_SCOPE); }

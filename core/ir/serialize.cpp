@@ -161,7 +161,7 @@ void put(Writer& w, const T& v) {
   } else if constexpr (std::is_enum_v<T>) {
     static_assert(kEnumCount<T> > 0, "serialize_program: give this enum attribute type a kEnumCount");
     w.u32(static_cast<uint32_t>(v));
-  } else if constexpr (std::is_same_v<T, std::string> || std::is_same_v<T, ThinString>) {
+  } else if constexpr (std::is_same_v<T, ThinString>) {
     w.str(v);
   } else if constexpr (std::is_same_v<T, ThinVec<int>>) {
     w.u32(static_cast<uint32_t>(v.size()));
@@ -191,7 +191,7 @@ void get(Reader& r, T& v) {
     const uint32_t x = r.u32();
     if (x >= static_cast<uint32_t>(kEnumCount<T>)) bad("enum attribute out of range (" + std::to_string(x) + ")");
     v = static_cast<T>(x);
-  } else if constexpr (std::is_same_v<T, std::string> || std::is_same_v<T, ThinString>) {
+  } else if constexpr (std::is_same_v<T, ThinString>) {
     v = r.str();
   } else if constexpr (std::is_same_v<T, ThinVec<int>>) {
     v.resize(r.count());
