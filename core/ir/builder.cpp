@@ -44,6 +44,11 @@ static size_t hash_key(Op op, DType t, ShapeView shape, std::span<Node* const> o
   return h;
 }
 
+// A value-numbering key within the scope a candidate sits in (Builder::numbered).
+static size_t scoped_key(size_t key, const Node* scope) {
+  return (key ^ reinterpret_cast<size_t>(scope)) * 1099511628211ull;
+}
+
 static NodeAttrs axis_attrs(int axis) {
   NodeAttrs a;
   a.axis = axis;
@@ -57,12 +62,11 @@ Node* Builder::numbered(Op op, DType t, ShapeView shape, std::span<Node* const> 
   // Candidates are kept per (key, scope they were placed in): only those in the insertion scope
   // or a scope around it can be visible, so a lookup never scans the copies in other kernels
   // (every kernel has its own index nodes: one shared bucket made fusion quadratic).
-  auto scoped = [key](const Node* s) { return (key ^ reinterpret_cast<size_t>(s)) * 1099511628211ull; };
   if (!reads_var) {
     for (const Node* s = scope_; s; s = s->parent) {
       // The newest visible twin (largest id: candidates are inserted as they are made).
       Node* best = nullptr;
-      vn_.find(scoped(s), [&](Node* c) {
+      vn_.find(scoped_key(key, s), [&](Node* c) {
         if (c->op != op || c->dtype != t || !std::ranges::equal(c->operands, operands) ||
             !std::ranges::equal(c->shape, shape))
           return false;
@@ -75,7 +79,7 @@ Node* Builder::numbered(Op op, DType t, ShapeView shape, std::span<Node* const> 
   Node* n = prog_.create(op, t, shape, operands);
   copy_attrs(*n, attrs);
   place(n);  // stamps loc
-  if (!reads_var) vn_.insert(scoped(n->parent), n);
+  if (!reads_var) vn_.insert(scoped_key(key, n->parent), n);
   return n;
 }
 
@@ -123,6 +127,12 @@ Node* Builder::constant(DType t, uint32_t bits) {
 
 Node* Builder::index(int axis, const Shape& shape) {
   return numbered(Op::index, DType::i32, shape, {}, axis_attrs(axis));
+}
+
+void Builder::number_index(Node* n) {
+  EMBER_INTERNAL_ASSERT(n->op == Op::index && n->parent, "number_index of a " << op_name(n->op));
+  const size_t key = hash_key(Op::index, n->dtype, n->shape, {}, axis_attrs(n->axis));
+  vn_.insert(scoped_key(key, n->parent), n);
 }
 
 Node* Builder::local_index(int axis, const Shape& shape) {

@@ -32,6 +32,9 @@ class Builder {
   Node* boolean(bool v) { return constant(DType::boolean, v ? 1u : 0u); }
 
   Node* index(int axis, const Shape& shape);
+  // Lets value numbering reuse `n`, an index node this builder did not make (a pass seeds the
+  // kernels it adds to with their own thread indices, instead of making twins cse merges later).
+  void number_index(Node* n);
   // The running thread's coordinate within its workgroup, and its workgroup's coordinate.
   Node* local_index(int axis, const Shape& shape);
   Node* group_index(int axis, const Shape& shape);
@@ -71,11 +74,14 @@ class Builder {
   // Generic creation without folding or value numbering; linked at the insertion point.
   Node* raw(Op op, DType t, const Shape& shape, const std::vector<Node*>& operands);
 
+  // Whether n is defined before the insertion point, in its scope or an enclosing one (a node
+  // made there could use it).
+  bool visible(const Node* n) const;
+
  private:
   Node* place(Node* n);
   Node* numbered(Op op, DType t, ShapeView shape, std::span<Node* const> operands, const NodeAttrs& attrs);
   Node* fold(Op op, DType t, std::span<Node* const> operands);
-  bool visible(const Node* n) const;
   Node* argument(Op op, DType t, const Shape& shape, int position, const std::string& name);
 
   // Value-numbering candidates: (key, node) pairs in one open-addressing array, several nodes per
