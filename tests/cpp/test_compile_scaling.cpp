@@ -12,6 +12,7 @@
 
 #include "core/ir/printer.h"
 #include "core/ir/verifier.h"
+#include "core/passes/cse.h"
 #include "core/passes/pass_util.h"
 #include "core/passes/pipeline.h"
 #include "core/trace/tracer.h"
@@ -113,6 +114,32 @@ TEST(CompileScaling, FuseLoadsNeedsOneSweep) {
   bool fused = false;
   for (const PassRecord& r : run_pipeline(*p, opt)) fused |= r.name == "fuse_loads" && r.changed;
   EXPECT_TRUE(fused);
+}
+
+// fuse_kernels makes no twins for cse to merge: a value read by several nodes of another kernel
+// is loaded once, at thread indices the kernel makes once (it made ~1800 twins at 400 steps).
+TEST(CompileScaling, FuseKernelsMakesNoTwins) {
+  std::unique_ptr<Program> p = stencil(30);
+  PipelineOptions opt;
+  opt.verify = true;
+  opt.tile_threads = true;
+  bool checked = false;
+  opt.after_pass = [&](const char* pass, Program& q, bool changed, bool) {
+    if (std::string(pass) != "fuse_kernels") return;
+    EXPECT_TRUE(changed);
+    std::unique_ptr<Program> copy = clone_program(q);
+    EXPECT_FALSE(cse(*copy)) << "cse merged nodes fuse_kernels made";
+    // Each kernel holds at most one index node per axis.
+    copy->for_each([&](Node* k) {
+      if (k->op != Op::kernel) return;
+      std::map<int, int> per_axis;
+      walk_subtree(k, [&](Node* n) { per_axis[n->axis] += n->op == Op::index; });
+      for (const auto& [axis, count] : per_axis) EXPECT_LE(count, 1) << "kernel #" << k->index << " axis " << axis;
+    });
+    checked = true;
+  };
+  run_pipeline(*p, opt);
+  EXPECT_TRUE(checked);
 }
 
 // Erasing the users of a widely shared value costs O(1) each (use slots), not a scan of its use
