@@ -1,7 +1,6 @@
 #include "core/passes/fuse_kernels.h"
 
 #include <algorithm>
-#include <cstdint>
 #include <memory>
 #include <unordered_map>
 #include <unordered_set>
@@ -138,18 +137,14 @@ class Materializer {
 
   bool run() {
     bool changed = false;
-    const std::vector<Node*> order = p_.nodes();
     // Program positions: a value's outside users are handled in program order, so the load made
     // for the first one is seen (and reused) by the later ones. In `users` order, a user handled
     // first but placed later made a load that an earlier one could not see. With the indices at
     // the kernel's start (insert_indices), the 400-step stencil leaves this pass with 12061 nodes,
-    // not 13859: the cleanup after it merged 1800 twins. Nodes made here come last.
-    std::vector<uint32_t> position(static_cast<size_t>(p_.id_bound()), UINT32_MAX);
-    for (size_t i = 0; i < order.size(); ++i) position[static_cast<size_t>(order[i]->id)] = static_cast<uint32_t>(i);
-    auto at = [&](const Node* u) {
-      const size_t id = static_cast<size_t>(u->id);
-      return id < position.size() ? position[id] : UINT32_MAX;
-    };
+    // not 13859: the cleanup after it merged 1800 twins.
+    std::vector<Node*> order;
+    order.reserve(static_cast<size_t>(p_.id_bound()));
+    pos_ = program_positions(p_, [&](Node* n) { order.push_back(n); });
     std::vector<Node*> outside;
     for (Node* n : order) {
       if (n->dead) continue;
@@ -159,7 +154,8 @@ class Materializer {
       for (Node* u : n->users)
         if (!u->inside(k)) outside.push_back(u);
       if (outside.empty()) continue;
-      std::stable_sort(outside.begin(), outside.end(), [&](const Node* a, const Node* b) { return at(a) < at(b); });
+      std::stable_sort(outside.begin(), outside.end(),
+                       [&](const Node* a, const Node* b) { return pos_.at(a) < pos_.at(b); });
       outside.erase(std::unique(outside.begin(), outside.end()), outside.end());  // (a user using n twice)
       if (n->op == Op::var && assigned_outside(n, k)) {
         var_to_buffer(n);
@@ -222,12 +218,7 @@ class Materializer {
       swap_operand(u, n, seen->second);
       return;
     }
-    std::vector<Node*> idx;
-    if (!n->shape.empty()) {
-      insert_indices(u, n->shape);
-      idx = thread_index(b_, n->shape);
-      b_.set_insert_before(u);
-    }
+    std::vector<Node*> idx = thread_index_for(u, n->shape);
     b_.loc = u->loc;
     Node* ld = b_.load(buf, idx, n->shape.empty() ? std::vector<Node*>{} : n->shape);
     loads_[n] = ld;
@@ -249,10 +240,22 @@ class Materializer {
     if (c) b_.set_insert_before(c); else b_.set_insert_end(uk);
   }
 
+  // The thread indices of `shape` for a use u (made where insert_indices says; none for a
+  // scalar), leaving the insertion point right before u.
+  std::vector<Node*> thread_index_for(Node* u, const std::vector<Node*>& shape) {
+    std::vector<Node*> idx;
+    if (!shape.empty()) {
+      insert_indices(u, shape);
+      idx = thread_index(b_, shape);
+    }
+    b_.set_insert_before(u);
+    return idx;
+  }
+
   // The thread indices kernel k starts with are reused by the indices made in it (the builder
   // numbers only what it makes): without, each store and load made here had its own twins.
   void seed(Node* k) {
-    if (!k || !seeded_.insert(k).second) return;
+    if (!seeded_.insert(k).second) return;
     for (Node* c = k->first_child; c; c = c->next)
       if (c->op == Op::index) b_.number_index(c);
   }
@@ -268,20 +271,11 @@ class Materializer {
     b_.set_insert_before(k);
     b_.loc = v->loc;
     Node* buf = b_.buffer(v->dtype, v->shape, false);
-    auto at = [&](Node* where) {
-      std::vector<Node*> idx;
-      if (!v->shape.empty()) {
-        insert_indices(where, v->shape);
-        idx = thread_index(b_, v->shape);
-      }
-      b_.set_insert_before(where);
-      return idx;
-    };
     std::vector<Node*> users = v->users;
     for (Node* u : users) {
       if (u->op == Op::set && u->operand(0) == v) {
-        std::vector<Node*> idx = at(u);
-        b_.store(buf, u->operand(1), idx, v->shape);
+        std::vector<Node*> idx = thread_index_for(u, v->shape);
+        pos_.set(b_.store(buf, u->operand(1), idx, v->shape), pos_.at(u));  // (a user of the set's value)
         p_.erase(u);
         continue;
       }
@@ -289,12 +283,12 @@ class Materializer {
         swap_operand(u, v, buf);  // returned as memory, or gathered from memory
         continue;
       }
-      std::vector<Node*> idx = at(u);
+      std::vector<Node*> idx = thread_index_for(u, v->shape);
       Node* ld = b_.load(buf, idx, v->shape);
       swap_operand(u, v, ld);
     }
-    std::vector<Node*> idx = at(v);
-    b_.store(buf, v->operand(0), idx, v->shape);
+    std::vector<Node*> idx = thread_index_for(v, v->shape);
+    pos_.set(b_.store(buf, v->operand(0), idx, v->shape), pos_.at(v));
     p_.erase(v);
   }
 
@@ -303,6 +297,7 @@ class Materializer {
   std::unordered_map<Node*, Node*> buffers_;
   std::unordered_set<Node*> seeded_;  // kernels whose indices the builder numbers
   std::unordered_map<Node*, Node*> loads_;  // value -> the last load of its buffer made for a use
+  Positions pos_;  // program order of the nodes at the start (stores made for a var's sets take theirs)
 };
 
 }  // namespace
