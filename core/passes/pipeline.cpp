@@ -13,6 +13,7 @@
 #include "core/ir/printer.h"
 #include "core/ir/verifier.h"
 #include "core/passes/apply_schedule.h"
+#include "core/passes/check_races.h"
 #include "core/passes/check_shapes.h"
 #include "core/passes/cse.h"
 #include "core/passes/dce.h"
@@ -48,6 +49,7 @@ struct Step {
 const std::vector<Step>& steps() {
   static const std::vector<Step> s = {
       {{"check_shapes", check_shapes}, false},
+      {{"check_races", check_races}, false},
       {{"lower_algorithms", lower_algorithms}, false},
       {{"cleanup", nullptr}, true},
       {{"fuse_kernels", fuse_kernels}, false},

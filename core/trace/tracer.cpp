@@ -1,8 +1,8 @@
 #include "core/trace/tracer.h"
 
 #include <algorithm>
-#include <unordered_map>
 
+#include "core/analysis/thread_axes.h"
 #include "core/ir/shape.h"
 
 namespace ember {
@@ -443,28 +443,6 @@ void Tracer::scatter(Node* mem, const std::vector<IndexItem>& items, Node* value
   b_.store(mem, value, idx, shape, m);
 }
 
-namespace {
-// The axes of `shape` (a bit each) along which expression `e` may vary: index(a) varies along a;
-// loads and elementwise math along their operands' axes; anything else of the full shape (a
-// reduction, an argument, a var) along every axis of extent other than 1.
-uint64_t varying_axes(const Node* e, const std::vector<Node*>& shape, std::unordered_map<const Node*, uint64_t>& memo) {
-  if (e->shape.empty()) return 0;
-  if (!same_shape(e->shape, shape) || shape.size() > 64) return ~uint64_t{0};
-  auto it = memo.find(e);
-  if (it != memo.end()) return it->second;
-  uint64_t m = 0;
-  if (e->op == Op::index) {
-    m = uint64_t{1} << e->axis;
-  } else if (e->op == Op::load || has_flag(e->op, F_ELEMENTWISE) || e->op == Op::cast || e->op == Op::select) {
-    for (int k = e->op == Op::load ? 1 : 0; k < e->num_operands(); ++k) m |= varying_axes(e->operand(k), shape, memo);
-  } else {
-    for (size_t a = 0; a < shape.size(); ++a)
-      if (const_dim(shape[a]) != 1) m |= uint64_t{1} << a;
-  }
-  return memo[e] = m;
-}
-}  // namespace
-
 // `A[idx] = v` broadcasts v against the indices as NumPy does, except where that would have
 // threads that write one element write different values: v varies along an axis that no index
 // varies along (y[t, i] = em.sum(w[i, k] * x[t, k], axis=1) with i, k = em.indices([4, 4]):
@@ -473,9 +451,9 @@ uint64_t varying_axes(const Node* e, const std::vector<Node*>& shape, std::unord
 Node* Tracer::align_scatter_value(const Resolved& r, Node* value) {
   const size_t rank = r.shape.size(), vr = value->shape.size();
   if (vr == 0 || vr >= rank || rank > 64) return value;
-  std::unordered_map<const Node*, uint64_t> memo;
+  ThreadAxes thread_axes(r.shape);
   uint64_t used = 0;
-  for (Node* i : r.idx) used |= varying_axes(i, r.shape, memo);
+  for (Node* i : r.idx) used |= thread_axes.varying(i);
   const size_t off = rank - vr;
   bool conflict = false;
   for (size_t k = 0; k < vr; ++k)

@@ -105,8 +105,8 @@ INSTANTIATE_TEST_SUITE_P(Programs, PassTest, ::testing::ValuesIn(test_programs()
 TEST(Pipeline, ListsEveryPassOnce) {
   std::vector<std::string> names;
   for (const PassInfo& p : pipeline_passes()) names.push_back(p.name);
-  std::vector<std::string> want = {"check_shapes", "lower_algorithms", "simplify", "cse", "dce", "fuse_kernels",
-                                   "fuse_loads", "reduce_atomics", "parallelize_host_loops", "apply_schedule",
+  std::vector<std::string> want = {"check_shapes", "check_races", "lower_algorithms", "simplify", "cse", "dce",
+                                   "fuse_kernels", "fuse_loads", "reduce_atomics", "parallelize_host_loops", "apply_schedule",
                                    "merge_kernels",
                                    "unroll_small_dims", "unroll_loops", "tile_threads",
                                    "share_reciprocals", "forward_copies",

@@ -8,7 +8,7 @@ import time
 
 import numpy as np
 
-from . import gen, grad as G, minimize, run
+from . import gen, gen_race, grad as G, minimize, run
 
 ALL_BACKENDS = ("cpu", "vulkan", "vulkan-hlsl", "opengl")
 
@@ -84,7 +84,11 @@ def _fmt_fail(f):
     return f"{f['cls']:<10} {f['where']:<34} {f.get('msg', '')[:400]}".replace("\n", " | ")
 
 
-def _script(seed, grad, choices=None, drop=(), why=""):
+def _script(seed, grad, choices=None, drop=(), why="", race=False):
+    if race:
+        prog = gen_race.generate_race(seed, choices)
+        verdict = "races: Ember must refuse it (ShapeError)" if prog.expect_race else "is race-free: it must run"
+        return f"# race seed {seed}: the reference says the program {verdict}\n" + script(prog, why)
     prog = gen.generate(seed, choices, drop, grad=grad)
     if not grad:
         return script(prog, why)
@@ -139,17 +143,21 @@ def main(argv=None):
     ap.add_argument("--grad", action="store_true", help=(
         "gradient mode: each program's L = sum(w * f32 outputs) and em.grad(L, [f32 arguments]), compared "
         "with float64 central differences of the reference (tests/fuzz/grad.py); works with every other option"))
+    ap.add_argument("--races", action="store_true", help=(
+        "race programs (tests/fuzz/gen_race.py): a store whose value may vary along an axis its indices do not; "
+        "those whose reference finds two threads writing different values into one element must be refused "
+        "(ShapeError) on every backend, the others must match the reference"))
     a = ap.parse_args(argv)
     backends = [b for b in a.backends.split(",") if b]
 
     if a.show is not None:
-        print(_script(a.show, a.grad))
+        print(_script(a.show, a.grad, race=a.races))
         return 0
     if a.coverage:
         cov = collections.Counter()
         for s in range(a.start, a.start + (a.count or 300)):
-            cov.update(gen.generate(s, grad=a.grad).features)
-        for f in gen.FEATURES:
+            cov.update(run.generate(s, a.grad, a.races).features)
+        for f in (gen_race.RACE_FEATURES if a.races else gen.FEATURES):
             print(f"{cov[f]:6d}  {f}")
         return 0
     backends = _available(backends)
@@ -157,7 +165,8 @@ def main(argv=None):
         seed = a.seed if a.seed is not None else a.minimize
         w = run.Worker()
         try:
-            r = run.run_seed(w, {"seed": seed, "backends": backends, "stages": not a.no_stages, "grad": a.grad},
+            r = run.run_seed(w, {"seed": seed, "backends": backends, "stages": not a.no_stages, "grad": a.grad,
+                                 "race": a.races},
                              a.timeout)
             cm = "# " if a.minimize is not None else ""  # --minimize prints a script: these lines as comments
             if a.grad:
@@ -245,7 +254,7 @@ def main(argv=None):
             print(f"[{done[0]}/{a.count}] {time.time() - t0:.0f} s, {len(seen)} distinct failures"
                   + (f", {failing[0]} failing programs" if a.grad else ""), flush=True)
     res = run.run_many(range(a.start, a.start + a.count), backends, a.jobs, a.timeout, not a.no_stages, on_result,
-                       grad=a.grad, batch=a.batch, stats=a.stats)
+                       grad=a.grad, batch=a.batch, stats=a.stats, race=a.races)
     if a.minimize_failures:
         firsts = {}
         for s in sorted(res):
@@ -261,17 +270,21 @@ def main(argv=None):
                 out.flush()
             print(_grad_source(s, True, best["choices"], best["drop"]) if a.grad else prog.em_src)
         mini_worker.stop()
-    classes = ["ok", "mismatch", "internal", "user-error", "crash", "timeout"]
+    classes = ["ok", "mismatch", "internal", "user-error", "crash", "timeout"] + (["silent-race"] if a.races else [])
     places = (["interp"] if not a.no_stages else []) + backends
     print(f"\n{a.count} programs x {len(places)} ({', '.join(places)}) in {time.time() - t0:.0f} s")
-    print(f"{'':14}" + "".join(f"{c:>11}" for c in classes))
+    print(f"{'':14}" + "".join(f"{c:>12}" for c in classes))
     for p in places:
-        print(f"{p:14}" + "".join(f"{counts[(p, c)]:>11}" for c in classes))
+        print(f"{p:14}" + "".join(f"{counts[(p, c)]:>12}" for c in classes))
     if "generator" in {k[0] for k in counts}:
         print(f"fuzzer errors: {counts[('generator', 'internal')]}")
     if a.grad:
         print(f"gradient mode: {gstats['programs']} programs differentiated, {gstats['programs without gradient']} "
               f"without a f32 argument or output, {failing[0]} failing; elements {_grad_info(gstats)}")
+    if a.races:
+        feats = collections.Counter(f for r in res.values() for f in r.get("features", []))
+        print(f"race programs: {feats['race_racy']} racing (each must be refused), {feats['race_free']} race-free; "
+              + ", ".join(f"{f[5:]} {feats[f]}" for f in gen_race.RACE_FEATURES[:-2]))
     if a.stats:
         feats = collections.Counter()
         for r in res.values():

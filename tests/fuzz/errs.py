@@ -490,3 +490,19 @@ def group_reverse(x, G):
         if j < n:
             y[..., i] = x[..., j]
     return y
+
+
+# ---- race programs (gen_race.py) -------------------------------------------------------------
+RACES = []
+
+
+def race_probe(target, value, ran=None):
+    """Records in RACES whether the threads of a store (`ran`: the mask of those that run it, None
+    for all) write different values into one element: `target` the element each thread writes,
+    `value` what it writes (both of the store's shape)."""
+    t = np.asarray(target).reshape(-1)
+    v = np.broadcast_to(np.asarray(value, float), np.shape(target)).reshape(-1)
+    if ran is not None:
+        m = np.broadcast_to(np.asarray(ran, bool), np.shape(target)).reshape(-1)
+        t, v = t[m], v[m]
+    RACES.append(any(np.any(v[t == e] != v[t == e][0]) for e in np.unique(t)))
