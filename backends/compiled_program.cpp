@@ -17,6 +17,7 @@
 #include "codegen/c_printer.h"
 #include "core/analysis/explain.h"
 #include "core/ir/printer.h"
+#include "core/ir/shape.h"
 #include "core/ir/serialize.h"
 #include "core/ir/verifier.h"
 #include "ember/ember.h"
@@ -215,7 +216,9 @@ std::unique_ptr<CompiledProgram> CompiledProgram::from_program_cache(const std::
 void CompiledProgram::compile_kernels(const std::string& link) {
   prog_->for_each([&](Node* n) {
     stats_.kernels += n->op == Op::kernel;
-    stats_.buffers += n->op == Op::buffer;
+    if (n->op != Op::buffer) return;
+    ++stats_.buffers;
+    stats_.buffer_shapes.push_back(shape_str(n->shape));
   });
   CompileInfo info;
   info.link = link;

@@ -419,9 +419,43 @@ class BufferUses {
   std::unordered_map<const Node*, Entry> m_;
 };
 
+// A buffer read by at most this many loads may have them all fused at once (see fuse_one).
+constexpr int kMaxGroupLoads = 4;
+
+// A buffer's size class: its symbolic dims, then its constant elements.
+std::pair<int, int64_t> size_class(std::span<Node* const> shape) {
+  int symbolic = 0;
+  int64_t elements = 1;
+  for (Node* d : shape) {
+    const int64_t c = const_dim(d);
+    if (c < 0) ++symbolic;
+    else elements *= c;
+  }
+  return {symbolic, elements};
+}
+
+// Whether `buf` outgrows every argument of the program (a pair matrix [N, N] of [N, 3] points):
+// only such temporaries have all their loads fused at once (fuse_one), as then memory grows
+// faster than the program's own data; a smaller one stays stored where its consumers would
+// otherwise split into more kernels.
+bool outgrows_arguments(const Program& p, const Node* buf) {
+  const auto b = size_class(buf->shape);
+  for (const Node* n = p.root()->first_child; n; n = n->next)
+    if (n->op == Op::input && !(size_class(n->shape) < b)) return false;
+  return true;
+}
+
 // Fuses `load` if legal and cheap; the loads of the recomputation are appended to `new_loads`.
+// `dry_run`: only says whether it would. `sole`: judged as if the buffer's store went away with
+// this fusion (its other loads are being fused too), so nothing the producer does is duplicated.
+// When the work the producer would still do for the buffer's other loads (a reduction's loop, an
+// earlier recomputation) is what stops a fusion, the buffer outgrows every argument, and every
+// other load of it would fuse on its own as the sole one, this load fuses as the sole one: then
+// all of them do, one after the other, and the producer and its buffer go (a full sum and a
+// gradient that both read an [N, N] temporary of [N, 3] points).
 bool fuse_one(Program& p, DependenceAnalysis& dep, Node* load, Positions& pos, BufferUses& counts,
-              std::vector<char>& copies, ConeMarks& marks, std::vector<Node*>& new_loads) {
+              std::vector<char>& copies, ConeMarks& marks, std::vector<Node*>& new_loads, bool dry_run = false,
+              bool sole = false) {
   Node* buf = load->operand(0);
   Node* st = counts.identity_store(buf);
   if (!st) return false;
@@ -447,11 +481,29 @@ bool fuse_one(Program& p, DependenceAnalysis& dep, Node* load, Positions& pos, B
   const int64_t limit = cheap_only ? kCheapRecomputeCost : std::max(kCheapRecomputeCost, kMaxRecomputeCost / factor);
   Cone cone(k1, limit, copies, marks);
   if (!cone.add(v)) return false;
-  const bool store_stays = counts.total(buf) > 1;
-  if (duplicated_cost(cone, cone.copied, st, store_stays) > kCheapRecomputeCost) return false;
-  // A loop (a matmul's or a reduction's) that k1 runs anyway is not run again per consumer: the
-  // consumer loads its result (a ReLU's mask beside the activation it also stores).
-  if (duplicated_cost(cone, cone.looped, st, store_stays) > kMaxDuplicatedLoopCost) return false;
+  // Recomputed work k1 keeps doing after the fusion: copies an earlier fusion made (a chain of
+  // recomputations would grow), and a loop (a matmul's or a reduction's) that k1 runs anyway is
+  // not run again per consumer: the consumer loads its result (a ReLU's mask beside the
+  // activation it also stores).
+  auto duplicates = [&](bool stays) {
+    return duplicated_cost(cone, cone.copied, st, stays) > kCheapRecomputeCost ||
+           duplicated_cost(cone, cone.looped, st, stays) > kMaxDuplicatedLoopCost;
+  };
+  const bool store_stays = counts.total(buf) > 1 && !sole;
+  if (duplicates(store_stays)) {
+    if (!store_stays || dry_run || counts.total(buf) > kMaxGroupLoads || duplicates(false) ||
+        !outgrows_arguments(p, buf))
+      return false;
+    std::vector<Node*> others;
+    for (Node* u : buf->users)
+      if (u->op == Op::load && u != load) others.push_back(u);
+    std::vector<Node*> none;
+    for (Node* o : others)
+      if (o->dead || o->flat || !o->enclosing_kernel() ||
+          !fuse_one(p, dep, o, pos, counts, copies, marks, none, true, true))
+        return false;
+    return fuse_one(p, dep, load, pos, counts, copies, marks, new_loads, false, true);
+  }
   if (cone.reads_memory(buf) || written_between(k1, load, cone.reads, pos)) return false;
   // Other threads of the consumer may write what the recomputation reads before it runs, unless
   // every such access is the thread's own element (an optimizer's update reading the parameter
@@ -468,6 +520,7 @@ bool fuse_one(Program& p, DependenceAnalysis& dep, Node* load, Positions& pos, B
       ++visits;
       if (!o->inside(k1) && o->enclosing_kernel() != nullptr && o->enclosing_kernel() != k2) return false;
     }
+  if (dry_run) return true;
 
   Builder b(p);
   b.set_insert_before(load);

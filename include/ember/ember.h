@@ -25,6 +25,9 @@ struct ProgramStats {
   int compiled_kernels = 0;   // distinct kernels compiled by this compile (per-kernel cache misses)
   int translation_units = 0;  // compiler runs: cpu translation units, GPU shaders
   int buffers = 0;
+  // Each of those buffers' shape as the IR prints it ("[N, 3]", "[]"): what a program's
+  // temporaries cost in memory, in terms of its arguments' dims.
+  std::vector<std::string> buffer_shapes;
   std::vector<PassRecord> passes;
   std::string cache_key;
   int64_t tape_bytes = 0;  // autodiff tape (and checkpoint) bytes the last call allocated

@@ -690,9 +690,10 @@ class Program:
         params but otherwise equal share one compiled function or shader), compiled_kernels (the
         distinct kernels this compile had to compile: per-kernel cache misses), translation_units
         (compiler runs: cpu translation units compiled concurrently, or GPU shaders), cache_hit
-        (True when nothing was compiled), buffers, cache_key, tape_bytes (autodiff tape of the
-        last call), program_cache_hit, program_cache_key, traced_digest, trace_ms (tracing the Python
-        function; 0 when the trace cache had it), trace_cache_hit, linked (cpu: a cached program's
+        (True when nothing was compiled), buffers, buffer_shapes (each buffer's shape, e.g.
+        "[N, 3]"), cache_key, tape_bytes (autodiff tape of the last call), program_cache_hit,
+        program_cache_key, traced_digest, trace_ms (tracing the Python function; 0 when the trace
+        cache had it), trace_cache_hit, linked (cpu: a cached program's
         kernels were bound through the link record saved with it, without generating code), host ("plan": calls run the host
         plan em.export writes; "interpreter": the host IR is interpreted) and host_reason (why the
         interpreter: EMBER_HOST_PLAN=0, an autodiff tape, or a host step the plan cannot express)

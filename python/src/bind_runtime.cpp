@@ -160,6 +160,7 @@ py::dict stats_dict(const ProgramStats& s) {
   d["compiled_kernels"] = s.compiled_kernels;
   d["translation_units"] = s.translation_units;
   d["buffers"] = s.buffers;
+  d["buffer_shapes"] = s.buffer_shapes;
   d["cache_key"] = s.cache_key;
   d["tape_bytes"] = s.tape_bytes;
   d["program_cache_hit"] = s.program_cache_hit;

@@ -160,3 +160,29 @@ def test_texture_embedder_step_computes_each_layer_once(rng):
     assert not re.search(r"kernel #\d+\[B, 3, 32\]", ir), ir
     assert _kernels_reading(step, "model.fc1.weight").count("B, 32") == 1, ir
     assert re.search(r"ember_c\d+ < ember_n\d+", step.source()), step.source()
+
+
+@em.compile
+def _energy_and_grad(X: em.f32["N", 3]):  # noqa: F821
+    d = X[:, None, :] - X[None, :, :]
+    r = em.sqrt(em.sum(d * d, axis=-1) + 1e-2)
+    E = -0.5 * em.sum(1.0 / r)
+    return E, em.grad(E, X)
+
+
+def test_energy_and_its_gradient_keep_no_pair_buffer(backend, rng):
+    """Issue 39: the [N, N] of 1 / r feeds both the energy's full sum and the gradient; each of the
+    two would leave it stored for the other, so both recompute it (fuse_loads fuses all of a
+    buffer's loads at once when that frees its producer): O(N) memory, as the force alone. (N = 128
+    on the GPU backends: the full sum still runs in one thread there, and lavapipe stops a shader's
+    loops after 65535 iterations; issue 40 makes GPU reductions parallel.)"""
+    X = rng.standard_normal((256 if backend == "cpu" else 128, 3)).astype(np.float32)
+    E, G = _energy_and_grad(X)
+    st = _energy_and_grad.stats
+    assert all("N, N" not in s for s in st["buffer_shapes"]), st["buffer_shapes"]
+    assert st["buffer_shapes"] and all(s in ("[]", "[N, 3]") for s in st["buffer_shapes"]), st["buffer_shapes"]
+    x = X.astype(np.float64)
+    d = x[:, None, :] - x[None, :, :]
+    r = np.sqrt(np.sum(d * d, axis=-1) + np.float32(1e-2))
+    np.testing.assert_allclose(float(E.numpy()), -0.5 * np.sum(1.0 / r), rtol=2e-5)
+    np.testing.assert_allclose(G.numpy(), np.sum(d / r[:, :, None] ** 3, axis=1), rtol=2e-4, atol=2e-4)
