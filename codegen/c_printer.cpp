@@ -16,6 +16,7 @@
 #include "core/analysis/contraction.h"
 #include "core/analysis/reductions.h"
 #include "core/analysis/uniformity.h"
+#include "core/ir/eval.h"
 
 #include "core/ir/shape.h"
 #include "core/support/hash.h"
@@ -422,7 +423,8 @@ class KernelPrinter {
     for (const ReductionVar& r : acc) {
       const DType t = r.var->dtype;
       const uint32_t one = t == DType::f32 ? 0x3f800000u : 1u;
-      line(fill(d_.decl_var, {{"T", type(t)}, {"name", ref(r.var)}, {"e", literal(t, r.op == Op::mul ? one : 0u)}}));
+      const uint32_t zero = reduce_start(ReduceKind::sum, t, true);  // -0.0 for f32 (core/ir/eval.h)
+      line(fill(d_.decl_var, {{"T", type(t)}, {"name", ref(r.var)}, {"e", literal(t, r.op == Op::mul ? one : zero)}}));
     }
     const std::string from = "c" + id + "lo", to = "c" + id + "hi";
     decl(from, lo + " + " + c + " * " + per + " * " + step);
@@ -475,7 +477,8 @@ class KernelPrinter {
     if (acc.empty()) return false;
     std::string clauses = acc.size() >= 16 ? d_.reduction_in_order : "";  // more than 16 vector registers
     for (const ReductionVar& r : acc) {
-      const char* op = r.op == Op::add ? "+" : r.op == Op::mul ? "*" : r.op == Op::min ? "min" : "max";
+      std::string op = r.op == Op::add ? "+" : r.op == Op::mul ? "*" : r.op == Op::min ? "min" : "max";
+      if (r.op == Op::add && r.var->dtype == DType::f32 && !d_.f32_add_reduction.empty()) op = d_.f32_add_reduction;
       clauses += fill(d_.reduction_clause, {{"op", op}, {"name", ref(r.var)}});
     }
     line(fill(d_.reduction_loop, {{"clauses", clauses}}));

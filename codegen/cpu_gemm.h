@@ -68,7 +68,7 @@ inline void micro(int64_t kc, const float* a, const float* b, float* c, int64_t 
 inline void micro(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, bool first) {
   float acc[MR][NR];
   for (int64_t r = 0; r < MR; ++r)
-    for (int64_t j = 0; j < NR; ++j) acc[r][j] = first ? 0.0f : c[r * ldc + j];
+    for (int64_t j = 0; j < NR; ++j) acc[r][j] = first ? -0.0f : c[r * ldc + j];  // -0.0: as Ember's sums
   for (int64_t k = 0; k < kc; ++k, a += MR, b += NR)
     for (int64_t r = 0; r < MR; ++r)
       for (int64_t j = 0; j < NR; ++j) acc[r][j] += a[r] * b[j];

@@ -131,6 +131,9 @@ struct Dialect {
   // Empty: no annotation.
   std::string reduction_loop;
   std::string reduction_clause;
+  // {op} of an f32 sum when not "+": a reduction whose lanes start from -0.0 (Ember's sums start
+  // there: core/ir/eval.h, reduce_start).
+  std::string f32_add_reduction;
   // Put before the clauses of a reduction loop with more accumulators than vector registers (a
   // register tile, core/passes/tile_threads.h): iterations in order, so that the compiler
   // vectorizes across the accumulators instead of along the loop.

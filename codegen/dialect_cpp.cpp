@@ -25,6 +25,10 @@ const char* kGemmText =
 const char* kCppPrelude = R"(#include <cstdint>
 #include <cstring>
 
+// An f32 sum's SIMD lanes start from -0.0, as Ember's sums do (core/ir/eval.h, reduce_start):
+// OpenMP's + starts them from +0.0, which turns a sum of -0.0 terms into +0.0.
+#pragma omp declare reduction(ember_fadd : float : omp_out += omp_in) initializer(omp_priv = -0.0f)
+
 namespace {
 // A zero-filled scratch array freed at scope exit (the staged rows of d.stage_fill).
 template <class T> struct ember_rows {
@@ -218,6 +222,7 @@ Dialect make_cpp() {
 
   d.reduction_loop = "#pragma omp simd{clauses}";
   d.reduction_clause = " reduction({op}:{name})";
+  d.f32_add_reduction = "ember_fadd";
   d.reduction_in_order = " simdlen(1)";
   d.chunk_loop_open =
       "#pragma omp parallel for schedule(static) if ({parallel})\n"

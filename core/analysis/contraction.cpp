@@ -110,7 +110,8 @@ bool contraction_loop(const Node* k, const Node* l, Contraction* c) {
   const Node* add = set->operand(1);
   if (var->op != Op::var || var->parent != k || var->dtype != DType::f32) return false;
   const Node* init = var->operand(0);
-  if (init->op != Op::constant || init->bits != 0) return false;
+  // -0.0: a lowered sum's start (core/ir/eval.h, reduce_start), as ember_gemm::run's sums start.
+  if (init->op != Op::constant || init->bits != 0x80000000u) return false;
   if (add->op != Op::add || add->parent != l || add->users.size() != 1) return false;
   const Node* mul = add->operand(0) == var ? add->operand(1) : add->operand(1) == var ? add->operand(0) : nullptr;
   if (!mul || mul->op != Op::mul || mul->parent != l || mul->users.size() != 1) return false;

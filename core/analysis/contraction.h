@@ -10,7 +10,7 @@ namespace ember {
 
 // The parts of a contraction kernel. i and j are the kernel's last two coordinates.
 struct Contraction {
-  const Node* var = nullptr;   // the f32 accumulator: starts at +0, set only by the loop
+  const Node* var = nullptr;   // the f32 accumulator: starts at -0.0 (a lowered sum), set only by the loop
   const Node* loop = nullptr;  // k in [0, end) by 1, end the same for every thread
   const Node* a = nullptr;     // f32 load that does not depend on j
   const Node* b = nullptr;     // f32 load that does not depend on i

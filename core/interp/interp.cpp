@@ -427,7 +427,13 @@ void Machine::host_reduce(const Node* n) {
   const DType xt = x->dtype;
   const DType t = arg ? xt : n->dtype;  // argmax/argmin: `acc` holds indices, `best` values
   EMBER_INTERNAL_ASSERT(!arg || n->dtype == DType::i32, "reduce %" << n->id << ": argmax/argmin must be i32");
-  const uint32_t id = reduce_identity(kind, t);
+  int64_t in_size = 1;
+  for (int64_t d : in) in_size *= d;
+  // As lower_algorithms starts it: empty only where a reduced extent is the constant 0.
+  bool nonempty = true;
+  for (int k = 0; k < rank && k < x->rank(); ++k)
+    if (((n->axes >> k) & 1u) && const_dim(x->shape[static_cast<size_t>(k)]) == 0) nonempty = false;
+  const uint32_t id = reduce_start(kind, t, nonempty);
   std::vector<uint32_t> best;
   // Row-major stride over the reduced axes (0 for kept ones): the index argmax/argmin report.
   std::vector<int64_t> rstride(static_cast<size_t>(rank), 0);
@@ -443,8 +449,6 @@ void Machine::host_reduce(const Node* n) {
   } else {
     std::fill(acc, acc + s, id);
   }
-  int64_t in_size = 1;
-  for (int64_t d : in) in_size *= d;
   std::vector<int64_t> c(static_cast<size_t>(rank), 0);
   int64_t o = 0, ri = 0;
   for (int64_t i = 0; i < in_size; ++i) {

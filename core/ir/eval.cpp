@@ -189,6 +189,11 @@ uint32_t reduce_identity(ReduceKind k, DType t) {
   return 0;
 }
 
+uint32_t reduce_start(ReduceKind k, DType t, bool nonempty) {
+  if (k == ReduceKind::sum && t == DType::f32 && nonempty) return 0x80000000u;
+  return reduce_identity(k, t);
+}
+
 uint32_t reduce_step(ReduceKind k, DType t, uint32_t acc, uint32_t v) {
   uint32_t a[2] = {acc, v};
   switch (k) {

@@ -21,6 +21,12 @@ uint32_t convert_word(uint32_t w, DType from, DType to);
 // by the caller.
 uint32_t reduce_step(ReduceKind k, DType t, uint32_t acc, uint32_t v);
 uint32_t reduce_identity(ReduceKind k, DType t);
+// What a reduction's accumulator starts from: the identity, except that a non-empty f32 sum
+// starts from -0.0, an exact identity (-0.0 + x == x for every x, +0.0 included), so the result
+// is the IEEE sum of the terms: -0.0 only when every term is -0.0 (np.sum would give +0.0 there).
+// GPU drivers fold `0.0 + x` into x, which a +0.0 start made visible as a -0.0 one-term sum on
+// the GPUs alone (tests/fuzz/FINDINGS.md, F10); `-0.0 + x` folds to the same x everywhere.
+uint32_t reduce_start(ReduceKind k, DType t, bool nonempty);
 // argmax/argmin: whether value v (later in row-major order) replaces the best value so far:
 // strictly greater (less), or v is the first NaN (NumPy: the first NaN is the extreme).
 bool arg_replaces(ReduceKind k, DType t, uint32_t best, uint32_t v);

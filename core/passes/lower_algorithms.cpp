@@ -13,6 +13,16 @@ namespace {
 // argmax/argmin  =>  best = var(identity), at = var(0); in the loop: better = x > best (or x is
 // the first NaN); best = select(better, x, best); at = select(better, flat index, at). The
 // comparison is strict, so the first occurrence of the extreme wins.
+// The accumulator's start (eval.h, reduce_start): -0.0 for an f32 sum unless a reduced extent
+// is the constant 0 (an empty sum over a symbolic extent is then -0.0 too: a choice on the host
+// would be float math there, which em.export's manifests cannot express).
+Node* reduce_start_value(Builder& b, const Node* r, const Node* x, ReduceKind kind, DType vt) {
+  bool nonempty = true;
+  for (int a = 0; a < x->rank(); ++a)
+    if ((r->axes & (1u << a)) && const_dim(x->shape[static_cast<size_t>(a)]) == 0) nonempty = false;
+  return b.constant(vt, reduce_start(kind, vt, nonempty));
+}
+
 void lower_reduce(Program& p, Builder& b, Node* r) {
   b.loc = r->loc;
   Node* x = r->operand(0);
@@ -31,7 +41,7 @@ void lower_reduce(Program& p, Builder& b, Node* r) {
     b.set_insert_end(k);
   }
   const DType vt = arg ? x->dtype : r->dtype;  // the accumulated value's dtype
-  Node* acc = b.var(b.constant(vt, reduce_identity(kind, vt)), out);
+  Node* acc = b.var(reduce_start_value(b, r, x, kind, vt), out);
   Node* at = arg ? b.var(b.i32(0), out) : nullptr;
   std::vector<Node*> idx(static_cast<size_t>(x->rank()), nullptr);
   int out_axis = 0;

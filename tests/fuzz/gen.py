@@ -177,6 +177,40 @@ def clip(k, n):
     return np.clip(k, 0, n - 1)
 
 
+def zsum(x, axis=None, keepdims=False):
+    """np.sum, except that a non-empty float sum whose terms are all -0.0 is -0.0: Ember's f32
+    sums start from -0.0 (core/ir/eval.h, reduce_start)."""
+    x = np.asarray(x)
+    s = np.sum(x, axis=axis, keepdims=keepdims)
+    if x.dtype.kind != "f" or x.size == 0:
+        return s
+    neg = np.all((x == 0) & np.signbit(x), axis=axis, keepdims=keepdims)
+    return np.where(neg, -0.0, s)
+
+
+def zmean(x, axis=None, keepdims=False):
+    x = np.asarray(x, np.float64)
+    n = x.size // max(np.size(np.sum(x, axis=axis, keepdims=keepdims)), 1)
+    return zsum(x, axis, keepdims) / n
+
+
+def zmatmul(a, b, fn=np.matmul):
+    """fn (np.matmul or np.dot) with zsum's sign rule: -0.0 where every product is -0.0, counted
+    with matmuls of indicators (a product is -0.0 when a factor is 0 and the signs differ)."""
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    r = fn(a, b)
+    k = a.shape[-1]
+    if k == 0:
+        return r
+    za, zb = (a == 0).astype(float), (b == 0).astype(float)
+    sa, sb = np.signbit(a).astype(float), np.signbit(b).astype(float)
+    # (za | zb) & (sa ^ sb), expanded into products of one factor's and the other's indicators
+    n = (fn(za * sa, 1 - sb) + fn(za * (1 - sa), sb) + fn(sa * (1 - za), zb * (1 - sb))
+         + fn((1 - sa) * (1 - za), zb * sb))
+    finite = np.isfinite(fn(np.abs(a), np.abs(b)))
+    return np.where((n == k) & finite & (r == 0), -0.0, r)
+
+
 def bits_f2u(x):
     return np.asarray(np.asarray(x, np.float64).astype(np.float32).view(np.uint32), np.int64)
 
@@ -854,7 +888,7 @@ class Gen(IslBlocks):
             ax_em = str(axes[0] - len(xs))
         ax_np = "None" if axes is None else str(tuple(axes))
         kd = "True" if keep else "False"
-        npn = {"sum": "np.sum", "mean": "np.mean", "max": "np.max", "min": "np.min", "prod": "np.prod",
+        npn = {"sum": "zsum", "mean": "zmean", "max": "np.max", "min": "np.min", "prod": "np.prod",
                "any": "np.any", "all": "np.all"}.get(name)
         if name == "norm":
             npx = f"np.sqrt(np.sum({{0}} * {{0}}, axis={ax_np}, keepdims={kd}))"
@@ -937,7 +971,7 @@ class Gen(IslBlocks):
             b = self.full(self.expr("f32", bs, depth - 1), bs)
         emt = {"@": "{0} @ {1}", "matmul": "em.matmul({0}, {1})", "dot": "em.dot({0}, {1})"}[form]
         npf = "np.dot" if form == "dot" else "np.matmul"
-        return self.op(emt, f"{npf}({{0}}, {{1}})", f"E.matmul({{o}}, {{0}}, {{e0}}, {{1}}, {{e1}}, {npf})", "f32",
+        return self.op(emt, f"zmatmul({{0}}, {{1}}, {npf})", f"E.matmul({{o}}, {{0}}, {{e0}}, {{1}}, {{e1}}, {npf})", "f32",
                        tuple(shape), a, b)
 
     def shape_op(self, dt, shape, depth):
@@ -1469,19 +1503,19 @@ class Gen(IslBlocks):
                 xg = self.op("{0}[{1}, {2}]", f"{{0}}[clip({{1}}, {T}), clip({{2}}, {K})]",
                              f"E.mapn(lambda q: q[clip({{1}}, {T}), clip({{2}}, {K})], {{e0}})", "f32", (M, K), X, t, kk)
                 p = self.op("{0} * {1}", "{0} * {1}", "E.mul({o}, {0}, {e0}, {1}, {e1})", "f32", (M, K), wg, xg)
-                s = self.op("em.sum({0}, axis=1)", "np.sum({0}, axis=1)", "E.rsum({o}, {0}, {e0}, (1,), False)", "f32",
+                s = self.op("em.sum({0}, axis=1)", "zsum({0}, axis=1)", "E.rsum({o}, {0}, {e0}, (1,), False)", "f32",
                             (M,), p)
             elif form == "matvec":
-                s = self.op("{0} @ {1}", "np.matmul({0}, {1})", "E.matmul({o}, {0}, {e0}, {1}, {e1})", "f32", (M,), W, xt)
+                s = self.op("{0} @ {1}", "zmatmul({0}, {1})", "E.matmul({o}, {0}, {e0}, {1}, {e1})", "f32", (M,), W, xt)
             else:
-                a1 = self.op("{0} @ {1}", "np.matmul({0}, {1})", "E.matmul({o}, {0}, {e0}, {1}, {e1})", "f32", (M,), W,
+                a1 = self.op("{0} @ {1}", "zmatmul({0}, {1})", "E.matmul({o}, {0}, {e0}, {1}, {e1})", "f32", (M,), W,
                              V(f"{h}.val", h, "e" + h, "f32", (M,)))
-                a2 = self.op("{0} @ {1}", "np.matmul({0}, {1})", "E.matmul({o}, {0}, {e0}, {1}, {e1})", "f32", (M,), Uw, xt)
+                a2 = self.op("{0} @ {1}", "zmatmul({0}, {1})", "E.matmul({o}, {0}, {e0}, {1}, {e1})", "f32", (M,), Uw, xt)
                 z_ = self.op("{0} + {1}", "{0} + {1}", "E.add({o}, {0}, {e0}, {1}, {e1})", "f32", (M,), a1, a2)
                 s = self.op("em.tanh({0})", "np.tanh({0})", "E.math1('tanh', np.tanh, {o}, {0}, {e0})", "f32", (M,), z_)
                 self.line(f"{h}.val = {s.em}", f"{h} = {s.np}", f"e{h} = E.bc({s.e}, ({M},))")
                 if h2:
-                    b1 = self.op("{0} @ {1}", "np.matmul({0}, {1})", "E.matmul({o}, {0}, {e0}, {1}, {e1})", "f32", (M,),
+                    b1 = self.op("{0} @ {1}", "zmatmul({0}, {1})", "E.matmul({o}, {0}, {e0}, {1}, {e1})", "f32", (M,),
                                  W2, V(f"{h}.val", h, "e" + h, "f32", (M,)))
                     b2 = self.op("{0} + {1} * 0.5", "{0} + {1} * 0.5",
                                  "E.add({o}, {0}, {e0}, {1} * 0.5, E.mul({1} * 0.5, {1}, {e1}, 0.5, 0.0))", "f32", (M,),

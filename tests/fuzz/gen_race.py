@@ -76,7 +76,7 @@ def race_block(g):
         p = g.op("{0} * {1}", "{0} * {1}", "E.mul({o}, {0}, {e0}, {1}, {e1})", "f32", (M, K), _g(g, A, i, k, M, K), xg)
         kd = form == "keepdims"
         s = g.op(f"em.sum({{0}}, axis=1{', keepdims=True' if kd else ''})",
-                 f"np.sum({{0}}, axis=1{', keepdims=True' if kd else ''})",
+                 f"zsum({{0}}, axis=1{', keepdims=True' if kd else ''})",
                  f"E.rsum({{o}}, {{0}}, {{e0}}, (1,), {kd})", "f32", (M, 1) if kd else (M,), p)
         if form == "lower_rank":
             # the documented alignment: a [M] value stored at y[t, i] matches its axis with i's
@@ -105,8 +105,8 @@ def race_block(g):
         if form == "var_loop":
             g.line(f"with em.loop({K}) as {acc}_j:", None, None)
             g.line(f"    {acc}.val = {acc}.val + {A.em}[{i.em}, {acc}_j]", None, None)
-            g.line(None, f"{acc} = np.broadcast_to(np.sum({A.np}, axis=1)[:, None], ({M}, {K}))",
-                   f"e{acc} = E.bc(E.rsum(np.sum({A.np}, axis=1), {A.np}, e{A.np}, (1,), False)[:, :, None], ({M}, {K}))")
+            g.line(None, f"{acc} = np.broadcast_to(zsum({A.np}, axis=1)[:, None], ({M}, {K}))",
+                   f"e{acc} = E.bc(E.rsum(zsum({A.np}, axis=1), {A.np}, e{A.np}, (1,), False)[:, :, None], ({M}, {K}))")
         else:
             g.line(f"{acc}.val = {acc}.val + {A.em}[{i.em}, {k.em}] * 0.5", None, None)
             g.line(None, f"{acc} = {A.np} * 0.5", f"e{acc} = E.mul({A.np} * 0.5, {A.np}, e{A.np}, 0.5, 0.0)")

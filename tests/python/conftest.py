@@ -22,6 +22,17 @@ import ember as em  # noqa: E402
 SANITIZED = "libasan" in Path("/proc/self/maps").read_text()
 
 
+# The longest tests (pytest --durations on 2 cores): collected first, so that pytest-xdist
+# (tools/test runs it on every core) starts them first and no worker runs one alone at the end.
+_SLOW_FIRST = ("test_pip_install.py::", "test_train_digits.py::test_loss_falls", "test_fuzz.py::",
+               "test_docs.py::", "test_mpi.py::", "test_races.py::test_fuzz", "test_vulkan.py::test_every_example",
+               "test_opengl.py::test_every_example", "test_nca.py::", "test_recompute.py::test_texture")
+
+
+def pytest_collection_modifyitems(config, items):
+    items.sort(key=lambda item: not any(s in item.nodeid for s in _SLOW_FIRST))  # stable: the rest keep their order
+
+
 @pytest.fixture(autouse=True)
 def _cpu_backend():
     """Every test starts on the CPU backend ($EMBER_TEST_DEFAULT_BACKEND to try another on the

@@ -406,3 +406,29 @@ def test_u32_wraparound_in_the_host_plan(backend, rng):
         want = [u(a) % m, u(b - m) // 3, ((u(b - m) ^ 2**31) - 2**31) // 3, int(u(a) > m), u(-b) % m,
                 int(u(b + m) > 100), u(b * m) % 1000003, int(u(u(~m) * b + m) > b)]
         assert got == want, (a, m, b)
+
+
+def test_a_sum_of_negative_zeros_is_negative_zero_everywhere(backend):
+    """F10 (tests/fuzz/FINDINGS.md; seed 1424872): GPU drivers fold `0.0 + x` into x, so a sum
+    started from +0.0 gave -0.0 for one term of -0.0 on the GPUs and +0.0 on the cpu. f32 sums now
+    start from -0.0 (core/ir/eval.h, reduce_start): every backend gives the IEEE sum of the terms,
+    -0.0 exactly when every term is -0.0, for sums, matmuls (one-term and longer) and means. An
+    empty sum is +0.0 over a constant extent of 0 and -0.0 over a symbolic one (the start is not
+    chosen at run time: that would be float math on the host)."""
+    @em.compile
+    def f(a: em.f32[1, 4], b: em.f32[3, 2], c: em.f32[2, 1], e: em.f32["N", 2]):  # noqa: F821
+        return (em.bitcast(em.sum(a, axis=0), em.u32), em.bitcast(em.sum(b, axis=0), em.u32),
+                em.bitcast(b @ c, em.u32), em.bitcast(em.mean(b, axis=1), em.u32),
+                em.bitcast(em.sum(e, axis=0), em.u32), em.bitcast(em.sum(b[:, 0:0], axis=1), em.u32))
+
+    a = np.array([[-0.0, 0.0, -1.0, 2.0]], np.float32)
+    b = np.array([[-0.0, -0.0], [-0.0, 0.0], [-0.0, -0.0]], np.float32)
+    c = np.array([[1.0], [-2.0]], np.float32)
+    got = [x.numpy() for x in f(a, b, c, np.zeros((0, 2), np.float32))]
+    neg, pos = 0x80000000, 0
+    assert got[0].tolist() == [neg, pos, 0xBF800000, 0x40000000]
+    assert got[1].tolist() == [neg, pos]                       # a column of -0.0s; one with a +0.0
+    assert got[2].tolist() == [[pos], [neg], [pos]]            # rows: -0 + +0, -0 + -0, -0 + +0
+    assert got[3].tolist() == [neg, pos, neg]
+    assert got[4].tolist() == [neg, neg]                       # no terms, a symbolic extent: -0.0
+    assert got[5].tolist() == [pos, pos, pos]                  # no terms, the constant extent 0: +0.0

@@ -152,9 +152,9 @@ void step_k0(uint3 ember_gid : SV_DispatchThreadID, uint3 ember_wg : SV_GroupID,
     const int tid = (int)ember_t;
     const int c0 = tid;
     // nbody.py:19: F = em.sum(-d / (r2 * em.sqrt(r2)), axis=1)
-    precise float v0 = 0.0f;
-    precise float v1 = 0.0f;
-    precise float v2 = 0.0f;
+    precise float v0 = (-0.0f);
+    precise float v1 = (-0.0f);
+    precise float v2 = (-0.0f);
     // nbody.py:17: d = X[:, None, :] - X[None, :, :]
     const int v3 = (c0 * 3);
     const int v4 = (v3 + 1);
@@ -163,7 +163,7 @@ void step_k0(uint3 ember_gid : SV_DispatchThreadID, uint3 ember_wg : SV_GroupID,
     for (int v6k = 0; v6k < p0; v6k = ember_step(v6k, 1, p0)) {
       const int v6 = v6k;
       // nbody.py:18: r2 = em.sum(d * d, axis=-1, keepdims=True) + 1e-4
-      precise float v7 = 0.0f;
+      precise float v7 = (-0.0f);
       // nbody.py:17: d = X[:, None, :] - X[None, :, :]
       const precise float v8 = asfloat(m0[v3]);
       const int v9 = (v6 * 3);
