@@ -350,7 +350,8 @@ std::string CompiledProgram::source(const std::string& lang) const {
     std::string out;
     for (const DistinctKernel& k : generate_distinct_kernels(group_kernels(*prog_), d))
       out += (out.empty() ? "" : "\n") +
-             annotate_shader(generated_header(d, ": " + k.code.symbol) + d.prelude + "\n" + k.code.source, k.kernels, d);
+             annotate_shader(generated_header(d, ": " + k.code.symbol) + unit_prelude(d, {&k.code.source}) + "\n" + k.code.source,
+                             k.kernels, d);
     return out;
   }
   throw BackendError("source('" + lang + "'): unknown kernel language (expected cpp, cuda, glsl or hlsl)");

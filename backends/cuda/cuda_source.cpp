@@ -30,7 +30,9 @@ std::vector<std::pair<std::string, std::string>> distinct_kernels(const Program&
 
 std::string translation_unit(const std::vector<std::string>& kernel_texts) {
   const Dialect& d = cuda_dialect();
-  std::string out = generated_header(d, ", " + std::to_string(kernel_texts.size()) + " kernel(s)") + d.prelude;
+  std::vector<const std::string*> sources;
+  for (const std::string& k : kernel_texts) sources.push_back(&k);
+  std::string out = generated_header(d, ", " + std::to_string(kernel_texts.size()) + " kernel(s)") + unit_prelude(d, sources);
   for (const std::string& k : kernel_texts) out += "\n" + k;
   return out;
 }

@@ -237,7 +237,7 @@ std::string shader_source(const GeneratedKernel& k, const Dialect& d, const Kern
       }
     }
   }
-  return generated_header(d, ": " + k.symbol, ", OpenGL") + d.prelude + "\n" + body;
+  return generated_header(d, ": " + k.symbol, ", OpenGL") + unit_prelude(d, {&k.source}) + "\n" + body;
 }
 
 std::vector<ProgramBuild> compile_programs(const std::vector<std::string>& sources, const CompileTimeline& timeline) {

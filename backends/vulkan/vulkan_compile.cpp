@@ -79,7 +79,7 @@ KernelLayout kernel_layout(const Node* kernel, Language lang) {
 const Dialect& kernel_dialect(Language lang, const KernelLayout& layout) { return abi_dialect(layout.abi); }
 
 std::string shader_source(const GeneratedKernel& k, const Dialect& d) {
-  return generated_header(d, ": " + k.symbol) + d.prelude + "\n" + k.source;
+  return generated_header(d, ": " + k.symbol) + unit_prelude(d, {&k.source}) + "\n" + k.source;
 }
 
 std::shared_ptr<const std::vector<uint32_t>> compile_spirv(const std::string& source, Language lang,

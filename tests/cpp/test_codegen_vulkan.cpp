@@ -412,7 +412,7 @@ TEST_P(VulkanPipeline, EveryKernelPassesGlslangValidator) {
       for (const GeneratedKernel& k : generate_kernel_list(*p, *t.dialect)) {
         const Dialect& d = *t.dialect;
         std::string path = dir_ + "/" + k.symbol + t.ext;
-        std::ofstream(path) << d.comment << k.symbol << "\n" << d.prelude << "\n" << k.source;
+        std::ofstream(path) << d.comment << k.symbol << "\n" << unit_prelude(d, {&k.source}) << "\n" << k.source;
         validate(path, t.flags + (hlsl ? k.symbol + " " : ""), tp.name + " " + k.symbol + t.ext);
         ++checked;
       }
