@@ -160,7 +160,7 @@ const char* program_source_name(ProgramSource s) {
   }
 }
 
-KernelLayout kernel_layout(const Node* kernel) {
+KernelLayout kernel_layout(const Node* kernel, const CodegenOptions& o) {
   const Context& c = context();
   KernelLayout l;
   const size_t memories = kernel->memories().size();
@@ -174,6 +174,7 @@ KernelLayout kernel_layout(const Node* kernel) {
   // against the limit whether used or not: only when twice the memories fit.
   AbiLimits limits;
   limits.float_atomic_add = c.float_atomic_add && 2 * memories <= limit && !env_on("EMBER_OPENGL_NO_FLOAT_ATOMICS");
+  limits.fast_math = o.fast_math;
   l.abi = kernel_abi(kernel, KernelApi::opengl, limits);
   // The arena's word offsets follow the params in the uniform block.
   const size_t param_bytes = l.abi.params.fields.size() * 4 + spilled * 4;
