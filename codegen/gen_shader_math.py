@@ -131,3 +131,41 @@ for deg in (5, 6, 7):
     c, e = tanh_fit(deg)
     print(f"// tanh on [0, 0.625], degree {deg} in z: max relative error {e:.3g}")
     print(", ".join(lit(v) for v in c))
+
+
+def atan_fit(degree, xmax=0.4375, nodes=600):
+    """atan(x) = x + x z P(z), z = x^2 in [0, xmax^2]: as tanh_fit."""
+    zmax = xmax * xmax
+    z = zmax * (1 + np.cos(np.pi * (np.arange(nodes) + 0.5) / nodes)) / 2
+    x = np.sqrt(z)
+    a = np.vander(z, degree + 1, increasing=True) * (x * z)[:, None] * (1 / np.arctan(x))[:, None]
+    c, *_ = np.linalg.lstsq(a, (np.arctan(x) - x) / np.arctan(x), rcond=None)
+    c32 = np.float32(c).astype(np.float64)
+    xx = np.linspace(0, xmax, 400001)[1:]
+    zz = xx * xx
+    err = np.abs(xx + xx * zz * np.polyval(c32[::-1], zz) - np.arctan(xx)) / np.arctan(xx)
+    return c32, err.max()
+
+
+for deg in (5, 6, 7):
+    c, e = atan_fit(deg)
+    print(f"// atan on [0, 7/16], degree {deg} in z: max relative error {e:.3g}")
+    print(", ".join(lit(v) for v in c))
+print("// atan(0.5), atan(1) = pi/4, atan(1.5), pi/2 as float pairs (head, tail)")
+for v in (Fraction(1, 2), Fraction(1), Fraction(3, 2)):
+    getcontext().prec = 60
+    # atan by its series on v / (1 + sqrt(1 + v^2)) halving: atan(v) = 2 atan(v / (1 + sqrt(1 + v^2)))
+    x = Decimal(v.numerator) / Decimal(v.denominator)
+    halvings = 0
+    while x > Decimal("0.01"):
+        x = x / (1 + (1 + x * x).sqrt())
+        halvings += 1
+    s, term, k = Decimal(0), x, 0
+    while abs(term) > Decimal(10) ** -55:
+        s += term / (2 * k + 1) * (-1) ** k
+        term *= x * x
+        k += 1
+    a = Fraction(s * 2**halvings)
+    print(lit(a), lit(a - f32(a)))
+print(lit(PI / 2), lit(PI / 2 - f32(PI / 2)))
+print("// pi/4 head (pi/2's head halved)", lit(f32(PI / 2) / 2))

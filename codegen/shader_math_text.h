@@ -263,23 +263,34 @@ int ember_rem_pio2(float a, EMBER_OUT(float) rh, EMBER_OUT(float) rl) {
   rl = lo - (h - p);
   return EMBER_I(q & 3u);
 }
-// sin(rh + rl) and cos(rh + rl) for |rh| <= pi/4 (about), |rl| <= ulp(rh): Taylor polynomials in
-// z = rh^2 (truncation below 2^-29 relative), rl's first-order terms added to the small part.
-float ember_sin_poly(float rh, float rl) {
+// sin(rh + rl) and cos(rh + rl) = hi + lo (hi returned) for |rh| <= pi/4 (about), |rl| <= ulp(rh):
+// Taylor polynomials in z = rh^2 (truncation below 2^-29 relative), rl's first-order terms added
+// to the small part; lo is hi's rounding error (tan divides the pairs).
+float ember_sin_pair(float rh, float rl, EMBER_OUT(float) lo) {
   precise float z = rh * rh;
   precise float p = -0.1666666716337204f + z * (0.008333333767950535f + z * (-0.00019841270113829523f + z * 2.7557318844628753e-06f));
   precise float t = rh * z * p + rl * (1.0f - 0.5f * z);
   precise float r = rh + t;
+  lo = t - (r - rh);
   return r;
 }
-float ember_cos_poly(float rh, float rl) {
+float ember_cos_pair(float rh, float rl, EMBER_OUT(float) lo) {
   precise float z = rh * rh;
   precise float hz = 0.5f * z;
   precise float w = 1.0f - hz;
   precise float p = z * z * (0.0416666679084301f + z * (-0.0013888889225199819f + z * (2.4801587642286904e-05f + z * -2.755731998149713e-07f)));
   precise float t = (((1.0f - w) - hz) + p) - rh * rl;
   precise float r = w + t;
+  lo = t - (r - w);
   return r;
+}
+float ember_sin_poly(float rh, float rl) {
+  precise float lo;
+  return ember_sin_pair(rh, rl, lo);
+}
+float ember_cos_poly(float rh, float rl) {
+  precise float lo;
+  return ember_cos_pair(rh, rl, lo);
 }
 float ember_sin(float x) {
   uint w = EMBER_AS_U(x) & 0x7fffffffu;
@@ -299,17 +310,33 @@ float ember_cos(float x) {
   precise float r = (q & 1) != 0 ? ember_sin_poly(rh, rl) : ember_cos_poly(rh, rl);
   return ember_flip(r, q == 1 || q == 2);
 }
-// tan = sin / cos of the reduced argument, -cos / sin in odd quadrants.
+// tan = sin / cos of the reduced argument (-cos / sin in odd quadrants), both as float pairs: the
+// quotient q corrected by the remainder n - q d, q d exact by Dekker's product.
 float ember_tan(float x) {
   uint w = EMBER_AS_U(x) & 0x7fffffffu;
   if (w < 0x39800000u) return x;
   if (w >= 0x7f800000u) return ember_nan;
   precise float rh, rl;
   int q = ember_rem_pio2(EMBER_AS_F(w), rh, rl);
-  precise float s = ember_sin_poly(rh, rl);
-  precise float c = ember_cos_poly(rh, rl);
-  precise float r = (q & 1) != 0 ? -c / s : s / c;
-  return ember_flip(r, EMBER_AS_U(x) >= 0x80000000u);
+  precise float sl, cl;
+  precise float sh = ember_sin_pair(rh, rl, sl);
+  precise float ch = ember_cos_pair(rh, rl, cl);
+  bool odd = (q & 1) != 0;
+  precise float nh = odd ? ch : sh;
+  precise float nl = odd ? cl : sl;
+  precise float dh = odd ? sh : ch;
+  precise float dl = odd ? sl : cl;
+  precise float t = nh / dh;
+  precise float at = t * 4097.0f;
+  precise float th = at - (at - t);
+  precise float tl = t - th;
+  precise float ad = dh * 4097.0f;
+  precise float dhh = ad - (ad - dh);
+  precise float dhl = dh - dhh;
+  precise float p = t * dh;
+  precise float pe = ((th * dhh - p) + th * dhl + tl * dhh) + tl * dhl;
+  precise float r = t + (((nh - p) - pe) + (nl - t * dl)) / dh;
+  return ember_flip(r, odd != (EMBER_AS_U(x) >= 0x80000000u));
 }
 
 // ember-math-piece
@@ -373,8 +400,9 @@ float ember_tanh(float x) {
 }
 
 // ember-math-piece
-// asin/acos with Cephes asinf's structure (a polynomial in z below 1/2, asin(a) = pi/2 -
-// 2 asin(sqrt((1 - a) / 2)) above): about 1 ulp.
+// asin/acos with Cephes asinf's structure: asin(a) = a + a^3 P(a^2) below 1/2 (Cephes' polynomial)
+// and pi/2 - 2 asin(s) above, s = sqrt((1 - a) / 2) = w + c with w of 12 bits (2w exact) and c =
+// (z - w^2) / (s + w), so that pi/4 - 2w is exact and the rest is small: about 1 ulp.
 float ember_asin_poly(float z) {
   precise float p = ((((4.2163199048e-2f * z + 2.4181311049e-2f) * z + 4.5470025998e-2f) * z + 7.4953002686e-2f) * z +
                      1.6666752422e-1f) * z;
@@ -387,8 +415,11 @@ float ember_asin(float x) {
   if (a > 0.5f) {
     precise float z = 0.5f * (1.0f - a);
     precise float s = sqrt(z);
-    precise float t = 2.0f * (s + s * ember_asin_poly(z));
-    r = 1.5707963705062866f - (t - -4.371138828673793e-08f);  // pi/2 as a float pair
+    precise float w = EMBER_AS_F(EMBER_AS_U(s) & 0xfffff000u);
+    precise float c = s > 0.0f ? (z - w * w) / (s + w) : 0.0f;  // asin(+-1): s = w = 0
+    precise float p = 2.0f * (s * ember_asin_poly(z)) + 2.0f * c - -4.371138828673793e-08f;
+    precise float q = 0.7853981852531433f - 2.0f * w;
+    r = 0.7853981852531433f - (p - q);
   } else {
     r = a < 1e-4f ? a : a + a * ember_asin_poly(a * a);
   }
@@ -412,25 +443,37 @@ float ember_acos(float x) {
 }
 
 // ember-math-piece
-// atan with Cephes atanf's structure (about 1 ulp); atan2 from it with C's special cases.
+// atan(a) = atan(c) + atan(z), z = (a - c) / (1 + a c), with c = 0, 1/2, 1, 3/2 or infinity by the
+// range of a (breakpoints 7/16, 11/16, 19/16, 39/16, as fdlibm's atanf): a - c is exact and
+// |z| <= 7/16; atan(c) as a float pair; atan(z) = z + z^3 P(z^2), least squares on [0, 7/16]
+// (codegen/gen_shader_math.py). About 1 ulp; atan2 from it with C's special cases.
 float ember_atan(float x) {
   if (ember_isnan(x)) return x;
   precise float a = abs(x);
-  precise float r = 0.0f;  // atan(a) = r + rl + atan(z): r + rl = 0, pi/4 or pi/2 as float pairs
-  precise float rl = 0.0f;
+  precise float hi = 0.0f;
+  precise float lo = 0.0f;
   precise float z = a;
-  if (a > 2.414213562f) {
-    r = 1.5707963705062866f;
-    rl = -4.371138828673793e-08f;
+  if (a >= 2.4375f) {
+    hi = 1.5707963705062866f;
+    lo = -4.371138828673793e-08f;
     z = -1.0f / a;
-  } else if (a > 0.4142135624f) {
-    r = 0.7853981852531433f;
-    rl = -2.1855694143368964e-08f;
+  } else if (a >= 1.1875f) {
+    hi = 0.9827937483787537f;
+    lo = -2.5131424052915463e-08f;
+    z = (a - 1.5f) / (1.0f + 1.5f * a);
+  } else if (a >= 0.6875f) {
+    hi = 0.7853981852531433f;
+    lo = -2.1855694143368964e-08f;
     z = (a - 1.0f) / (a + 1.0f);
+  } else if (a >= 0.4375f) {
+    hi = 0.46364760398864746f;
+    lo = 5.01215868808913e-09f;
+    z = (2.0f * a - 1.0f) / (2.0f + a);
   }
   precise float zz = z * z;
-  precise float p = (((8.05374449538e-2f * zz - 1.38776856032e-1f) * zz + 1.99777106478e-1f) * zz - 3.33329491539e-1f) * zz * z;
-  precise float t = r + (z + (p + rl));
+  precise float p = zz * (-0.3333333134651184f + zz * (0.19999836385250092f + zz * (-0.14280132949352264f +
+                    zz * (0.11021947860717773f + zz * (-0.08351728320121765f + zz * 0.04491681605577469f)))));
+  precise float t = hi + (z + (z * p + lo));
   return ember_flip(t, EMBER_AS_U(x) >= 0x80000000u);
 }
 float ember_atan2(float y, float x) {

@@ -11,6 +11,7 @@ driver exceptions listed in _DRIVER_EXCEPTIONS (none at present: README "Backend
 
 `PYTHONPATH=build/python /usr/bin/python3 tests/python/test_math_accuracy.py [backend ...]` prints the table of rows over
 tolerance per function and backend (and the worst row of each), without asserting anything."""
+import re
 import sys
 from pathlib import Path
 
@@ -127,6 +128,101 @@ def test_numpy_validation_vectors(backend, ufunc, name):
                              + describe(ufunc, name, x, want, got, tol, dist, bad))
     if np.any(excused):
         pytest.xfail(f"{int(np.sum(excused))} rows over tolerance, driver exceptions: " + "; ".join(reasons))
+
+
+# NumPy's float64 function per Ember name, for the random-word sweep.
+_NUMPY = {"sin": np.sin, "cos": np.cos, "tan": np.tan, "exp": np.exp, "exp2": np.exp2, "log": np.log,
+          "log2": np.log2, "tanh": np.tanh, "sinh": np.sinh, "cosh": np.cosh, "asin": np.arcsin,
+          "acos": np.arccos, "atan": np.arctan}
+
+
+def _random_words(n=1 << 16, seed=39):
+    """n float32 words drawn uniformly over all words (every exponent, both signs, NaN and infinity
+    among them), plus a dense band of each function's interesting range [-16, 16]."""
+    rng = np.random.default_rng(seed)
+    w = rng.integers(0, 1 << 32, size=n, dtype=np.uint64).astype(np.uint32)
+    band = rng.uniform(-16, 16, size=n).astype(np.float32).view(np.uint32)
+    return np.concatenate([w, band])
+
+
+@needs_data
+@pytest.mark.parametrize("ufunc,name", FUNCTIONS, ids=[n for _, n in FUNCTIONS])
+def test_random_words_within_numpy_tolerance(backend, ufunc, name):
+    """128K float32 words, half over the whole range, half in [-16, 16], against NumPy's float64
+    function rounded to float32 (nearly always the correctly rounded result), within the function's
+    tolerance from NumPy's file: the vectors above are few (113 to 814 rows per function)."""
+    _, _, tol = load_vectors(ufunc)
+    x = _random_words()
+    with np.errstate(all="ignore"):
+        want = _NUMPY[name](x.view(np.float32).astype(np.float64)).astype(np.float32).view(np.uint32)
+    got = _program(name)(x.view(np.float32)).numpy().view(np.uint32)
+    dist = ulp_distance(got, want)
+    t = np.full(len(x), tol.max())
+    bad = dist > t
+    assert not np.any(bad), (f"{int(np.sum(bad))} of {len(x)} random words over {tol.max()} ulp on {backend}; worst: "
+                             + describe(ufunc, name, x, want, got, t, dist, bad))
+
+
+_ALL_MATH = ("sin", "cos", "tan", "exp", "exp2", "log", "log2", "sinh", "cosh", "tanh", "asin", "acos", "atan")
+
+
+def _every_function(x: em.f32["N"]):  # noqa: F821
+    out = [getattr(em, n)(x) for n in _ALL_MATH]
+    return tuple(out) + (em.atan2(x, x + 1.0), em.pow(em.abs(x), x))
+
+
+def test_fast_math_prints_the_builtins():
+    """em.compile(fast_math=True): the shading languages' builtins (sin, expf, ...), not Ember's
+    functions; without it, a shader carries only the functions it calls."""
+    accurate = em.compile(_every_function, name="every_function")
+    fast = em.compile(_every_function, name="every_function", fast_math=True)
+    x = np.linspace(0.1, 0.9, 7, dtype=np.float32)
+    accurate(x)
+    fast(x)
+    for lang in ("glsl", "hlsl", "cuda"):
+        a, f = accurate.source(lang), fast.source(lang)
+        assert "float ember_sin(" in a and "ember_rem_pio2" in a and "ember_tanh(" in a
+        assert "ember_sin(" not in f and "ember_rem_pio2" not in f and "ember_fast_pow(" in f
+        builtin = "sinf(" if lang == "cuda" else "sin("
+        assert builtin in f.replace("ember_", "#")
+
+    @em.compile
+    def only_exp(x: em.f32["N"]):  # noqa: F821
+        return em.exp(x)
+    only_exp(x)
+    src = only_exp.source("glsl")
+    assert "float ember_exp(" in src and "ember_rem_pio2" not in src and "ember_log_split" not in src
+
+
+def test_fast_math_runs_on_every_backend(backend):
+    """The builtins' results, on any backend: close to NumPy's on a benign range (the cpu backend
+    ignores the switch)."""
+    fast = em.compile(_every_function, name="every_function", fast_math=True)
+    x = np.linspace(0.1, 0.9, 64, dtype=np.float32)
+    got = [t.numpy() for t in fast(x)]
+    ref = [_NUMPY[n](x.astype(np.float64)) for n in _ALL_MATH]
+    ref += [np.arctan2(x, x + 1.0), np.power(x, x)]
+    for n, g, r in zip(_ALL_MATH + ("atan2", "pow"), got, ref):
+        np.testing.assert_allclose(g, r, rtol=1e-5, atol=1e-6, err_msg=n)
+
+
+def test_math_compiles_with_nvrtc():
+    """Every function, Ember's and the builtins (fast_math), printed in the cuda dialect and
+    compiled by NVRTC to PTX for sm_80 and sm_90 (no GPU here: tests/python/test_cuda_codegen.py)."""
+    _C = em._ember
+    if not _C._nvrtc_built():
+        pytest.skip("this Ember was built without NVRTC (EMBER_WITH_CUDA)")
+    prog = em.compile(_every_function, name="every_function_cuda", trace_cache=False)
+    prog._trace()
+    for fast in (False, True):
+        kernels = dict(_C._cuda_kernels(prog._tracer, fast))
+        unit = _C._cuda_translation_unit(list(kernels.values()), fast)
+        assert ("ember_rem_pio2" in unit) != fast
+        for arch in (80, 90):
+            ptx, log, _ = _C._nvrtc_compile(unit, "math.cu", arch)
+            text = ptx.decode(errors="replace")
+            assert f".target sm_{arch}" in text, log
+            assert set(re.findall(r"\.entry\s+(ember_[0-9a-f]{16})\b", text)) == set(kernels), log
 
 
 def _table(backends):
