@@ -13,8 +13,16 @@
 
 namespace ember {
 
+// How a program's kernels are printed (em.compile's options).
+struct CodegenOptions {
+  // The GPU dialects print the math ops (exp ... tanh, pow) as the language's builtins instead of
+  // Ember's float-only functions (codegen/shader_math.h): faster, as exact as the driver makes them.
+  bool fast_math = false;
+};
+
 // What compiling a program's kernels cost, for prog.stats and the log line.
 struct CompileInfo {
+  CodegenOptions codegen;  // in
   double codegen_ms = 0;
   double compile_ms = 0;   // compiler or cache lookup + load
   bool cache_hit = false;  // true when nothing was compiled (every kernel came from a cache)
@@ -35,7 +43,7 @@ class Backend {
   virtual ~Backend() = default;
   virtual const char* name() const = 0;
   // The generated kernel source of `p` (after split_host) in this backend's language.
-  virtual std::string source(const Program& p) = 0;
+  virtual std::string source(const Program& p, const CodegenOptions& o) = 0;
   // Compiles (or fetches from the cache) every kernel of `p` and returns their dispatcher.
   virtual std::unique_ptr<KernelRunner> compile(const Program& p, CompileInfo& info) = 0;
   // Whether one thread runs a whole workgroup, so the pipeline lowers barriers away

@@ -152,18 +152,21 @@ void save_program(const std::string& key, const Program& p) {
 
 }  // namespace
 
-void CompiledProgram::init_backend(const std::string& backend) {
+void CompiledProgram::init_backend(const std::string& backend, const CodegenOptions& codegen) {
   backend_name_ = resolve_backend(backend);
   backend_ = make_backend(backend_name_);
   const char* v = std::getenv("EMBER_VERIFY");
   options_.verify = v && *v && *v != '0';
+  codegen_ = codegen;
+  const char* f = std::getenv("EMBER_FAST_MATH");
+  if (f && *f && *f != '0') codegen_.fast_math = true;
   options_.lower_groups = backend_->lowers_groups();
   options_.tile_threads = backend_->tiles_threads();
 }
 
 CompiledProgram::CompiledProgram(std::unique_ptr<Program> traced, const std::string& backend,
-                                 const std::string& traced_text, bool keep_trace) {
-  init_backend(backend);
+                                 const std::string& traced_text, bool keep_trace, const CodegenOptions& codegen) {
+  init_backend(backend, codegen);
   const PipelineOptions& opt = options_;
   auto t0 = std::chrono::steady_clock::now();
   const double c0 = thread_cpu_ms();
@@ -195,9 +198,10 @@ CompiledProgram::CompiledProgram(std::unique_ptr<Program> traced, const std::str
 }
 
 std::unique_ptr<CompiledProgram> CompiledProgram::from_program_cache(const std::string& digest,
-                                                                     const std::string& backend) {
+                                                                     const std::string& backend,
+                                                                     const CodegenOptions& codegen) {
   std::unique_ptr<CompiledProgram> cp(new CompiledProgram());
-  cp->init_backend(backend);
+  cp->init_backend(backend, codegen);
   if (digest.empty() || !program_cache_enabled(cp->options_.verify)) return nullptr;
   auto t0 = std::chrono::steady_clock::now();
   const double c0 = thread_cpu_ms();
@@ -221,6 +225,7 @@ void CompiledProgram::compile_kernels(const std::string& link) {
     stats_.buffer_shapes.push_back(shape_str(n->shape));
   });
   CompileInfo info;
+  info.codegen = codegen_;
   info.link = link;
   runner_ = backend_->compile(*prog_, info);
   // A new or changed link record is saved with the program (a program cache hit whose record was
@@ -345,15 +350,18 @@ std::string CompiledProgram::source(const std::string& lang) const {
                           : backend_name_ == "vulkan-hlsl" ? "hlsl"
                           : backend_name_ == "cuda"        ? "cuda"
                                                            : "glsl";
-  if (lang == own) return backend_->source(*prog_);
+  if (lang == own) return backend_->source(*prog_, codegen_);
   if (lang == "cpp") return generate_kernels(*prog_, cpp_dialect());
-  if (lang == "cuda") return generate_kernels(*prog_, cuda_dialect());
+  if (lang == "cuda") return generate_kernels(*prog_, cuda_dialect(codegen_.fast_math));
   if (lang == "glsl" || lang == "hlsl") {
-    const Dialect& d = lang == "glsl" ? glsl_dialect() : hlsl_dialect();
+    GlslOptions g;
+    g.fast_math = codegen_.fast_math;
+    const Dialect& d = lang == "glsl" ? glsl_dialect(g) : hlsl_dialect(false, false, codegen_.fast_math);
     std::string out;
     for (const DistinctKernel& k : generate_distinct_kernels(group_kernels(*prog_), d))
       out += (out.empty() ? "" : "\n") +
-             annotate_shader(generated_header(d, ": " + k.code.symbol) + d.prelude + "\n" + k.code.source, k.kernels, d);
+             annotate_shader(generated_header(d, ": " + k.code.symbol) + unit_prelude(d, {&k.code.source}) + "\n" + k.code.source,
+                             k.kernels, d);
     return out;
   }
   throw BackendError("source('" + lang + "'): unknown kernel language (expected cpp, cuda, glsl or hlsl)");

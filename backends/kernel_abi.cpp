@@ -45,6 +45,7 @@ void set_block(ParamBlock& b, const Node* kernel, int header_words) {
 KernelAbi kernel_abi(const Node* kernel, KernelApi api, const AbiLimits& limits) {
   KernelAbi abi;
   abi.api = api;
+  abi.fast_math = limits.fast_math;
   const bool gpu = api != KernelApi::cpp;
   const int header = gpu ? kGpuHeaderWords : 0;
   ParamBlock& b = abi.params;
@@ -98,8 +99,8 @@ KernelAbi kernel_abi(const Node* kernel, KernelApi api, const AbiLimits& limits)
 const Dialect& abi_dialect(const KernelAbi& abi) {
   const bool in_buffer = abi.params.kind == ParamBlockKind::storage_buffer;
   switch (abi.api) {
-    case KernelApi::vulkan_hlsl: return hlsl_dialect(in_buffer);
-    case KernelApi::d3d11_hlsl: return hlsl_dialect(false, true);
+    case KernelApi::vulkan_hlsl: return hlsl_dialect(in_buffer, false, abi.fast_math);
+    case KernelApi::d3d11_hlsl: return hlsl_dialect(false, true, abi.fast_math);
     case KernelApi::cpp: return cpp_dialect();
     case KernelApi::vulkan_glsl:
     case KernelApi::opengl: {
@@ -107,6 +108,7 @@ const Dialect& abi_dialect(const KernelAbi& abi) {
       o.opengl = abi.api == KernelApi::opengl;
       o.params_in_buffer = in_buffer;
       o.float_atomic_add = abi.float_atomic_add;
+      o.fast_math = abi.fast_math;
       return glsl_dialect(o);
     }
   }

@@ -54,12 +54,14 @@ struct KernelAbi {
   ParamBlock params;
   int local_size = 0;  // threads per workgroup (0 for cpp)
   bool float_atomic_add = false;  // GLSL printed with native float atomic add
+  bool fast_math = false;         // GLSL/HLSL printed with the builtin math functions (codegen/shader_math.h)
 };
 
 // Device facts the layout depends on; the defaults are what every device guarantees (exports).
 struct AbiLimits {
   int max_push_bytes = 128;       // Vulkan maxPushConstantsSize
   bool float_atomic_add = false;  // native f32 atomic add (Vulkan GLSL only)
+  bool fast_math = false;         // not a device fact: the program's CodegenOptions::fast_math
 };
 
 // The interface of `kernel` (after split_host) for `api`.

@@ -1259,10 +1259,28 @@ std::string generated_header(const Dialect& d, const std::string& what, const st
 }
 
 std::string unit_prelude(const Dialect& d, const std::vector<const std::string*>& sources) {
-  if (d.contraction_prelude.empty()) return d.prelude;
-  for (const std::string* s : sources)
-    if (s->find("ember_gemm::") != std::string::npos) return d.prelude + d.contraction_prelude;
-  return d.prelude;
+  auto called = [&](const std::string& name) {
+    for (const std::string* s : sources)
+      if (s->find(name) != std::string::npos) return true;
+    return false;
+  };
+  std::string out = d.prelude;
+  if (!d.contraction_prelude.empty() && called("ember_gemm::")) out += d.contraction_prelude;
+  // Gated pieces the kernels call, and those the pieces taken call (in their order).
+  std::vector<bool> take(d.gated_prelude.size(), false);
+  for (bool grew = true; grew;) {
+    grew = false;
+    for (size_t i = 0; i < take.size(); ++i)
+      for (size_t j = 0; !take[i] && j < d.gated_prelude[i].callers.size(); ++j) {
+        const std::string& c = d.gated_prelude[i].callers[j];
+        bool hit = called(c);
+        for (size_t k = 0; !hit && k < take.size(); ++k) hit = take[k] && d.gated_prelude[k].text.find(c) != std::string::npos;
+        if (hit) take[i] = grew = true;
+      }
+  }
+  for (size_t i = 0; i < take.size(); ++i)
+    if (take[i]) out += d.gated_prelude[i].text;
+  return out;
 }
 
 std::string join_kernels(const std::vector<const GeneratedKernel*>& kernels, const Dialect& d) {

@@ -61,8 +61,8 @@ std::string generated_header(const Dialect& d, const std::string& what, const st
 // The readable listing of `p` (prog.source): the prelude, then each distinct kernel once, after
 // the comment naming the kernels that run it.
 std::string generate_kernels(const Program& p, const Dialect& d);
-// The prelude a unit of these kernel texts needs: d.prelude, and d.contraction_prelude when one
-// of them calls a packed contraction (ember_gemm::).
+// The prelude a unit of these kernel texts needs: d.prelude, d.contraction_prelude when one of
+// them calls a packed contraction (ember_gemm::), and the pieces of d.gated_prelude they call.
 std::string unit_prelude(const Dialect& d, const std::vector<const std::string*>& sources);
 
 // One translation unit of printed kernels: a header line, the prelude, each kernel's text. Only

@@ -11,10 +11,18 @@
 #pragma once
 #include <array>
 #include <string>
+#include <vector>
 
 #include "core/ir/node.h"
 
 namespace ember {
+
+// Helper text a unit gets only when one of its kernels, or another gated text it gets, calls one
+// of `callers` (each "name(").
+struct GatedPrelude {
+  std::vector<std::string> callers;
+  std::string text;
+};
 
 // Operand classes that select an expression template: f32, i32, u32, bool.
 enum class ValueClass : uint8_t { f, i, u, b };
@@ -32,6 +40,9 @@ struct Dialect {
   // Added after the prelude only to units with a kernel that calls it (the cpp dialect's packed
   // contractions, codegen/cpu_gemm.h): parsing it for every program slowed small compiles.
   std::string contraction_prelude;
+  // Added after those, in order, each only to units that call one of its callers (the GPU
+  // dialects' math functions, codegen/shader_math.h: a shader gets the ones it uses).
+  std::vector<GatedPrelude> gated_prelude;
   std::string comment = "// ";
 
   // Types.
@@ -189,6 +200,7 @@ struct GlslOptions {
   bool opengl = false;            // GL 4.5 core: `binding` without `set`, params in a uniform block
   bool float_atomic_add = false;  // native atomicAdd on floats (GL_EXT/GL_NV_shader_atomic_float)
   bool params_in_buffer = false;
+  bool fast_math = false;  // the math ops as GLSL's builtins (codegen/shader_math.h)
 };
 const Dialect& glsl_dialect(const GlslOptions& options = {});
 // The push-constant / params-buffer layout shared by the GLSL and HLSL dialects: words before
@@ -200,11 +212,13 @@ constexpr int kGpuHeaderWords = 2;   // threads, row
 // statements (floats by compare-and-swap). Entry point: the kernel's symbol. Same layout as GLSL.
 // `d3d11`: Shader Model 5.0 for D3D11/Unity (em.export): register(u<i>) buffers and the params
 // in `cbuffer EmberParams : register(b0)`, no vk:: attributes (backends/kernel_abi.h).
-const Dialect& hlsl_dialect(bool params_in_buffer = false, bool d3d11 = false);
+// `fast_math`: the math ops as HLSL's builtins (codegen/shader_math.h).
+const Dialect& hlsl_dialect(bool params_in_buffer = false, bool d3d11 = false, bool fast_math = false);
 
 // CUDA C++ for NVRTC (codegen/dialect_cuda.cpp): every kernel `extern "C" __global__` taking one
 // EmberArgs<memories, params> by value (device pointers, int64 thread count, param words), run on
 // an exact 1-D grid of group_size-thread blocks (a grouped kernel: one block per group).
-const Dialect& cuda_dialect();
+// `fast_math`: the math ops as CUDA's builtins (expf, sinf, ...; codegen/shader_math.h).
+const Dialect& cuda_dialect(bool fast_math = false);
 
 }  // namespace ember

@@ -16,6 +16,7 @@
 
 #include "codegen/dialect.h"
 #include "codegen/shader_helpers.h"
+#include "codegen/shader_math.h"
 
 namespace ember {
 
@@ -32,7 +33,9 @@ const char* kCudaTypes =
     "#define EMBER_U(x) ((uint)(x))\n"
     "#define EMBER_I(x) ((int)(x))\n"
     "#define EMBER_AS_U(x) __float_as_uint(x)\n"
-    "#define EMBER_AS_F(x) __uint_as_float(x)\n";
+    "#define EMBER_AS_F(x) __uint_as_float(x)\n"
+    "#define EMBER_F(x) ((float)(x))\n"
+    "#define EMBER_OUT(T) T&\n";
 
 const char* kCudaArgs =
     "// A kernel's one argument: M memories, the thread count, P param words (at least one of each,\n"
@@ -62,7 +65,7 @@ std::string device_helpers() {
   return std::regex_replace(std::string(kShaderHelpers), fn, "$1__device__ inline $2 $3");
 }
 
-Dialect make_cuda() {
+Dialect make_cuda(bool fast_math) {
   Dialect d;
   d.name = "cuda";
   d.prelude = std::string(kCudaTypes) + device_helpers() + kCudaArgs;
@@ -86,14 +89,9 @@ Dialect make_cuda() {
   op(Op::ceil)[0] = "ceilf({0})";
   op(Op::trunc)[0] = "truncf({0})";
   op(Op::frac)[0] = "({0} - floorf({0}))";
-  op(Op::exp)[0] = "expf({0})";
-  op(Op::exp2)[0] = "exp2f({0})";
-  op(Op::sin)[0] = "sinf({0})";
-  op(Op::cos)[0] = "cosf({0})";
-  op(Op::tan)[0] = "tanf({0})";
-  op(Op::sinh)[0] = "sinhf({0})";
-  op(Op::cosh)[0] = "coshf({0})";
-  op(Op::tanh)[0] = "tanhf({0})";
+  set_shader_math(d, fast_math,
+                  {"expf({0})", "exp2f({0})", "sinf({0})", "cosf({0})", "tanf({0})", "sinhf({0})", "coshf({0})", "tanhf({0})"},
+                  true);
 
   // Memory: f32 elements are floats (no conversion on load or store); i32 int, u32/bool uint.
   const int cf = value_class(DType::f32), ci = value_class(DType::i32), cu = value_class(DType::u32),
@@ -139,9 +137,9 @@ Dialect make_cuda() {
 
 }  // namespace
 
-const Dialect& cuda_dialect() {
-  static const Dialect d = make_cuda();
-  return d;
+const Dialect& cuda_dialect(bool fast_math) {
+  static const Dialect d = make_cuda(false), fast = make_cuda(true);
+  return fast_math ? fast : d;
 }
 
 }  // namespace ember

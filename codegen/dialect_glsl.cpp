@@ -17,6 +17,7 @@
 
 #include "codegen/dialect.h"
 #include "codegen/shader_helpers.h"
+#include "codegen/shader_math.h"
 
 namespace ember {
 
@@ -27,7 +28,9 @@ const char* kGlslHelpers =
     "#define EMBER_U(x) uint(x)\n"
     "#define EMBER_I(x) int(x)\n"
     "#define EMBER_AS_U(x) floatBitsToUint(x)\n"
-    "#define EMBER_AS_F(x) uintBitsToFloat(x)\n";
+    "#define EMBER_AS_F(x) uintBitsToFloat(x)\n"
+    "#define EMBER_F(x) float(x)\n"
+    "#define EMBER_OUT(T) out T\n";
 
 // `float {name}` = old value of a CAS loop that stores OP(old, val) into word `{mem}[{idx}]`.
 std::string cas_float(const std::string& words, const std::string& op) {
@@ -49,16 +52,18 @@ Dialect make_glsl(const GlslOptions& o) {
               (!o.float_atomic_add ? ""
                : o.opengl ? "#extension GL_NV_shader_atomic_float : require\n"
                           : "#extension GL_EXT_shader_atomic_float : require\n") + kGlslHelpers + kShaderHelpers;
-  // What HLSL spells alike (codegen/shader_helpers.h); then GLSL's own sign, round, float
-  // atomics and OpenGL's tanh.
+  // What HLSL spells alike (codegen/shader_helpers.h); the math functions (codegen/shader_math.h);
+  // then GLSL's own sign, round, float atomics and (fast math) OpenGL's tanh.
   set_shader_common(d, {"int({0})", "uint({0})", "float({0})", "floatBitsToInt({0})", "floatBitsToUint({0})",
                         "intBitsToFloat({0})", "uintBitsToFloat({0})", ""});
+  set_shader_math(d, o.fast_math,
+                  {"exp({0})", "exp2({0})", "sin({0})", "cos({0})", "tan({0})", "sinh({0})", "cosh({0})", "tanh({0})"});
   const bool fnative = o.float_atomic_add;
   if (fnative) d.mem_type[dtype_slot(DType::f32)] = "float";
   d.expr[static_cast<int>(Op::sign)] = {"ember_sign({0})", "sign({0})", "uint({0} > 0u)", "{0}"};
   d.expr[static_cast<int>(Op::round)] = {"roundEven({0})", "{0}", "{0}", "{0}"};
   // Mesa's GLSL tanh clamps its argument (tanh(NaN) = -1); SPIR-V's keeps NaN.
-  if (o.opengl) d.expr[static_cast<int>(Op::tanh)][0] = "(ember_isnan({0}) ? {0} : tanh({0}))";
+  if (o.opengl && o.fast_math) d.expr[static_cast<int>(Op::tanh)][0] = "(ember_isnan({0}) ? {0} : tanh({0}))";
 
   // Memory: f32 words are uint (or float with native float atomics), i32 int, u32/bool uint.
   if (fnative) d.load_value[0] = d.store_value[0] = "{0}";
@@ -125,7 +130,8 @@ Dialect make_glsl(const GlslOptions& o) {
 const Dialect& glsl_dialect(const GlslOptions& options) {
   static std::mutex mu;
   static std::map<int, Dialect>* cache = new std::map<int, Dialect>;  // never destroyed
-  const int key = (options.opengl ? 1 : 0) | (options.float_atomic_add ? 2 : 0) | (options.params_in_buffer ? 4 : 0);
+  const int key = (options.opengl ? 1 : 0) | (options.float_atomic_add ? 2 : 0) | (options.params_in_buffer ? 4 : 0) |
+                  (options.fast_math ? 8 : 0);
   std::lock_guard<std::mutex> lock(mu);
   auto it = cache->find(key);
   if (it == cache->end()) it = cache->emplace(key, make_glsl(options)).first;

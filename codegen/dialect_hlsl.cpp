@@ -9,6 +9,7 @@
 // register(b0)` (the same words, 4 bytes apart).
 #include "codegen/dialect.h"
 #include "codegen/shader_helpers.h"
+#include "codegen/shader_math.h"
 
 namespace ember {
 
@@ -19,7 +20,9 @@ const char* kHlslPrelude =
     "#define EMBER_U(x) ((uint)(x))\n"
     "#define EMBER_I(x) ((int)(x))\n"
     "#define EMBER_AS_U(x) asuint(x)\n"
-    "#define EMBER_AS_F(x) asfloat(x)\n";
+    "#define EMBER_AS_F(x) asfloat(x)\n"
+    "#define EMBER_F(x) ((float)(x))\n"
+    "#define EMBER_OUT(T) out T\n";
 
 // `float {name}` = old value of a CAS loop that stores OP(old, val) into `{mem}[{idx}]`.
 std::string cas_float(const std::string& op) {
@@ -35,13 +38,16 @@ std::string cas_float(const std::string& op) {
          "}";
 }
 
-Dialect make_hlsl(bool params_in_buffer, bool d3d11) {
+Dialect make_hlsl(bool params_in_buffer, bool d3d11, bool fast_math) {
   Dialect d;
   d.name = "hlsl";
   d.prelude = std::string(kHlslPrelude) + kShaderHelpers;
-  // What GLSL spells alike (codegen/shader_helpers.h); then HLSL's own sign, round and atomics.
+  // What GLSL spells alike (codegen/shader_helpers.h); the math functions (codegen/shader_math.h);
+  // then HLSL's own sign, round and atomics.
   set_shader_common(d, {"((int)({0}))", "((uint)({0}))", "((float)({0}))", "asint({0})", "asuint({0})", "asfloat({0})",
                         "asfloat({0})", "f"});
+  set_shader_math(d, fast_math,
+                  {"exp({0})", "exp2({0})", "sin({0})", "cos({0})", "tan({0})", "sinh({0})", "cosh({0})", "tanh({0})"});
   d.expr[static_cast<int>(Op::sign)] = {"ember_sign({0})", "({0} > 0 ? 1 : ({0} < 0 ? -1 : 0))", "(uint)({0} > 0u)",
                                         "{0}"};
   d.expr[static_cast<int>(Op::round)] = {"round({0})", "{0}", "{0}", "{0}"};  // HLSL round: halfway cases to even
@@ -103,8 +109,11 @@ Dialect make_hlsl(bool params_in_buffer, bool d3d11) {
 
 }  // namespace
 
-const Dialect& hlsl_dialect(bool params_in_buffer, bool d3d11) {
-  static const Dialect push = make_hlsl(false, false), buffer = make_hlsl(true, false), sm5 = make_hlsl(false, true);
+const Dialect& hlsl_dialect(bool params_in_buffer, bool d3d11, bool fast_math) {
+  static const Dialect push = make_hlsl(false, false, false), buffer = make_hlsl(true, false, false),
+                       sm5 = make_hlsl(false, true, false), fast_push = make_hlsl(false, false, true),
+                       fast_buffer = make_hlsl(true, false, true), fast_sm5 = make_hlsl(false, true, true);
+  if (fast_math) return d3d11 ? fast_sm5 : params_in_buffer ? fast_buffer : fast_push;
   return d3d11 ? sm5 : params_in_buffer ? buffer : push;
 }
 

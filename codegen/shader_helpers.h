@@ -1,10 +1,10 @@
 // What the GLSL and HLSL dialects share. Scalar helpers reproducing core/ir/eval.cpp: floor
 // div/mod with x/0 == 0 (on magnitudes in uint, so no signed `/` or `%` of a negative operand
 // runs), shifts by >= 32, saturating float->int, fmin/fmax returning the non-NaN operand,
-// NaN/inf tests on the bits, pow/log/sqrt outside their domain, and asin/acos/atan as in Cephes
-// (about 1 ulp; driver builtins may be far coarser). Written once in the common subset of the
-// two languages; each dialect defines the four spelling macros first. Also the parts of the two
-// dialect tables that differ only in how a conversion is spelled (set_shader_common).
+// NaN/inf tests on the bits and sqrt outside its domain (the transcendental functions are
+// codegen/shader_math.h's). Written once in the common subset of the languages; each dialect
+// defines the spelling macros first. Also the parts of the GLSL and HLSL dialect tables that
+// differ only in how a conversion is spelled (set_shader_common).
 #pragma once
 #include <string>
 
@@ -13,7 +13,8 @@
 namespace ember {
 
 // Conversions the text uses: EMBER_U(x), EMBER_I(x) (value casts), EMBER_AS_U(x), EMBER_AS_F(x)
-// (bit casts between float and uint).
+// (bit casts between float and uint); codegen/shader_math_text.h also EMBER_F(x) (to float) and
+// EMBER_OUT(T) (an out parameter's type).
 extern const char* const kShaderHelpers;
 
 // How a shader language spells conversions: templates of one operand {0}.
@@ -24,7 +25,7 @@ struct ShaderSpelling {
   std::string float_suffix;               // on float literals: "" / "f"
 };
 // Fills the table entries GLSL and HLSL write alike but for `s`: types, every expression but
-// sign and round, casts and bit casts, loads and stores of values, native workgroups' common parts, loops,
+// sign, round and the transcendental functions (set_shader_math), casts and bit casts, loads and stores of values, native workgroups' common parts, loops,
 // and the kernel's thread guard's close. The dialect sets the rest (and may override any).
 void set_shader_common(Dialect& d, const ShaderSpelling& s);
 // Atomic functions by AtomicKind, after the language's prefix ("atomic", "Interlocked"), and

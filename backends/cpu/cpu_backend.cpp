@@ -55,7 +55,7 @@ class CpuBackend : public Backend {
   bool lowers_groups() const override { return true; }
   bool tiles_threads() const override { return true; }
 
-  std::string source(const Program& p) override { return generate_kernels(p, cpp_dialect()); }
+  std::string source(const Program& p, const CodegenOptions&) override { return generate_kernels(p, cpp_dialect()); }
 
   std::unique_ptr<KernelRunner> compile(const Program& p, CompileInfo& info) override {
     CompileTimeline timeline;

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "backends/backend.h"
+#include "codegen/dialect.h"
 #include "core/ir/node.h"
 #include "core/passes/pipeline.h"
 
@@ -27,9 +28,11 @@ PipelineOptions pipeline_options();
 // `traced` cloned and lowered with pipeline_options().
 std::unique_ptr<Program> lower(const Program& traced);
 // The distinct kernels of a lowered program in the cuda dialect: (symbol, text without prelude).
-std::vector<std::pair<std::string, std::string>> distinct_kernels(const Program& lowered);
-// One translation unit: the dialect's header line and prelude, then each kernel text.
-std::string translation_unit(const std::vector<std::string>& kernel_texts);
+std::vector<std::pair<std::string, std::string>> distinct_kernels(const Program& lowered,
+                                                                  const Dialect& d = cuda_dialect());
+// One translation unit: the dialect's header line, its prelude and the gated pieces the kernels call, then
+// each kernel text.
+std::string translation_unit(const std::vector<std::string>& kernel_texts, const Dialect& d = cuda_dialect());
 
 // "" when a CUDA device can run kernels here, else why not (never throws).
 std::string unavailable_reason();

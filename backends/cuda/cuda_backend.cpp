@@ -14,6 +14,7 @@
 
 #ifdef EMBER_WITH_CUDA
 #include <algorithm>
+#include <cstdlib>
 #include <cstdio>
 #include <cstring>
 #include <mutex>
@@ -31,6 +32,14 @@
 namespace ember::cuda {
 
 namespace {
+
+// The math ops as CUDA's builtins: the program's option, or EMBER_CUDA_FAST_MATH=1 (NVRTC's
+// --use_fast_math, which flushes subnormals and approximates division: Ember's functions would
+// not keep their bounds under it).
+bool fast_math(const CodegenOptions& o) {
+  const char* e = std::getenv("EMBER_CUDA_FAST_MATH");
+  return o.fast_math || (e && std::string(e) == "1");
+}
 
 // A loaded module: unloaded when the last runner using it goes.
 struct Module {
@@ -173,14 +182,17 @@ class CudaBackend : public Backend {
   const char* name() const override { return "cuda"; }
   bool lowers_groups() const override { return false; }  // one block per group
 
-  std::string source(const Program& p) override { return generate_kernels(p, cuda_dialect()); }
+  std::string source(const Program& p, const CodegenOptions& o) override {
+    return generate_kernels(p, cuda_dialect(fast_math(o)));
+  }
 
   std::unique_ptr<KernelRunner> compile(const Program& p, CompileInfo& info) override {
     info.link.clear();
     CompileTimeline timeline;
     Context& c = context();
     const KernelClasses classes = group_kernels(p);
-    const std::vector<DistinctKernel> distinct = generate_distinct_kernels(classes, cuda_dialect());
+    const Dialect& dialect = cuda_dialect(fast_math(info.codegen));
+    const std::vector<DistinctKernel> distinct = generate_distinct_kernels(classes, dialect);
     // Equal texts are one function (distinct classes may print alike).
     std::vector<std::string> texts;
     std::unordered_map<std::string, size_t> by_symbol;
@@ -193,7 +205,7 @@ class CudaBackend : public Backend {
 
     std::unordered_map<int, Kernel> kernels;
     if (!texts.empty()) {
-      const std::string unit = translation_unit(texts);
+      const std::string unit = translation_unit(texts, dialect);
       const Target t = target_for(c.cc);
       std::string keyed = unit + '\0' + nvrtc_version() + '\0' + std::to_string(t.arch) + (t.cubin ? " cubin" : " ptx");
       for (const std::string& o : nvrtc_options(t.arch, t.cubin)) keyed += '\0' + o;
@@ -237,7 +249,7 @@ class CudaBackend : public Backend {
         Kernel& f = fns[by_symbol.at(k.code.symbol)];
         if (f.fn) continue;
         f.symbol = k.code.symbol;
-        f.block = local_size(k.kernels[0], cuda_dialect().group_size);
+        f.block = local_size(k.kernels[0], dialect.group_size);
         f.nmem = static_cast<int>(k.kernels[0]->memories().size());
         f.nparams = static_cast<int>(k.kernels[0]->params().size());
         if (args_layout(f.nmem, f.nparams).size > kMaxArgsBytes)

@@ -21,16 +21,17 @@ std::unique_ptr<Program> lower(const Program& traced) {
   return p;
 }
 
-std::vector<std::pair<std::string, std::string>> distinct_kernels(const Program& lowered) {
+std::vector<std::pair<std::string, std::string>> distinct_kernels(const Program& lowered, const Dialect& d) {
   std::vector<std::pair<std::string, std::string>> out;
-  for (const DistinctKernel& k : generate_distinct_kernels(group_kernels(lowered), cuda_dialect()))
+  for (const DistinctKernel& k : generate_distinct_kernels(group_kernels(lowered), d))
     out.emplace_back(k.code.symbol, k.code.source);
   return out;
 }
 
-std::string translation_unit(const std::vector<std::string>& kernel_texts) {
-  const Dialect& d = cuda_dialect();
-  std::string out = generated_header(d, ", " + std::to_string(kernel_texts.size()) + " kernel(s)") + d.prelude;
+std::string translation_unit(const std::vector<std::string>& kernel_texts, const Dialect& d) {
+  std::vector<const std::string*> sources;
+  for (const std::string& k : kernel_texts) sources.push_back(&k);
+  std::string out = generated_header(d, ", " + std::to_string(kernel_texts.size()) + " kernel(s)") + unit_prelude(d, sources);
   for (const std::string& k : kernel_texts) out += "\n" + k;
   return out;
 }

@@ -149,7 +149,7 @@ struct KernelLayout {
   size_t spill_from = 0;          // == kernel->memories.size() when nothing spills
 };
 // Throws BackendError when the kernel takes more params than a uniform block holds.
-KernelLayout kernel_layout(const Node* kernel);
+KernelLayout kernel_layout(const Node* kernel, const CodegenOptions& o);
 const Dialect& kernel_dialect(const KernelLayout& layout);
 // The whole shader of one printed kernel (a comment, the prelude, the kernel), with arena
 // memories' declarations and accesses rewritten (m<i>[x] -> ember_arena_u[int(ember_pc.ember_o<i>) + (x)]).

@@ -25,12 +25,12 @@ class OpenGLBackend : public Backend {
   // Workgroups run natively, as on Vulkan (the same glsl dialect).
   bool lowers_groups() const override { return false; }
 
-  std::string source(const Program& p) override {
+  std::string source(const Program& p, const CodegenOptions& o) override {
     const KernelClasses classes = group_kernels(p);
     std::string out;
     for (size_t c = 0; c < classes.size(); ++c) {
       const Node* k = classes.representative(c);
-      const KernelLayout layout = kernel_layout(k);
+      const KernelLayout layout = kernel_layout(k, o);
       const Dialect& d = kernel_dialect(layout);
       out += (out.empty() ? "" : "\n") +
              annotate_shader(shader_source(generate_kernel(k, d), d, layout), classes.members[c], d);
@@ -53,7 +53,7 @@ class OpenGLBackend : public Backend {
     parallel_for(classes.size(), compile_jobs(), [&](size_t c) {
       const Node* k = classes.representative(c);
       Printed& pr = printed[c];
-      pr.layout = kernel_layout(k);
+      pr.layout = kernel_layout(k, info.codegen);
       pr.code = generate_kernel(k, kernel_dialect(pr.layout));
       pr.source = shader_source(pr.code, kernel_dialect(pr.layout), pr.layout);
     });

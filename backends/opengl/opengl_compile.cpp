@@ -160,7 +160,7 @@ const char* program_source_name(ProgramSource s) {
   }
 }
 
-KernelLayout kernel_layout(const Node* kernel) {
+KernelLayout kernel_layout(const Node* kernel, const CodegenOptions& o) {
   const Context& c = context();
   KernelLayout l;
   const size_t memories = kernel->memories().size();
@@ -174,6 +174,7 @@ KernelLayout kernel_layout(const Node* kernel) {
   // against the limit whether used or not: only when twice the memories fit.
   AbiLimits limits;
   limits.float_atomic_add = c.float_atomic_add && 2 * memories <= limit && !env_on("EMBER_OPENGL_NO_FLOAT_ATOMICS");
+  limits.fast_math = o.fast_math;
   l.abi = kernel_abi(kernel, KernelApi::opengl, limits);
   // The arena's word offsets follow the params in the uniform block.
   const size_t param_bytes = l.abi.params.fields.size() * 4 + spilled * 4;
@@ -237,7 +238,7 @@ std::string shader_source(const GeneratedKernel& k, const Dialect& d, const Kern
       }
     }
   }
-  return generated_header(d, ": " + k.symbol, ", OpenGL") + d.prelude + "\n" + body;
+  return generated_header(d, ": " + k.symbol, ", OpenGL") + unit_prelude(d, {&k.source}) + "\n" + body;
 }
 
 std::vector<ProgramBuild> compile_programs(const std::vector<std::string>& sources, const CompileTimeline& timeline) {

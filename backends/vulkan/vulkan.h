@@ -118,7 +118,7 @@ struct KernelLayout {
   // More params than push constants hold: abi.params lives in a storage buffer.
   bool params_in_buffer() const { return abi.params.kind == ParamBlockKind::storage_buffer; }
 };
-KernelLayout kernel_layout(const Node* kernel, Language lang);
+KernelLayout kernel_layout(const Node* kernel, Language lang, const CodegenOptions& o);
 const Dialect& kernel_dialect(Language lang, const KernelLayout& layout);
 // The whole shader of one printed kernel (a comment, the prelude, the kernel).
 std::string shader_source(const GeneratedKernel& k, const Dialect& d);

@@ -26,12 +26,12 @@ class VulkanBackend : public Backend {
   // Workgroups run natively: a group is a workgroup, group buffers its shared memory.
   bool lowers_groups() const override { return false; }
 
-  std::string source(const Program& p) override {
+  std::string source(const Program& p, const CodegenOptions& o) override {
     const KernelClasses classes = group_kernels(p);
     std::string out;
     for (size_t c = 0; c < classes.size(); ++c) {
       const Node* k = classes.representative(c);
-      const Dialect& d = kernel_dialect(lang_, kernel_layout(k, lang_));
+      const Dialect& d = kernel_dialect(lang_, kernel_layout(k, lang_, o));
       out += (out.empty() ? "" : "\n") + annotate_shader(shader_source(generate_kernel(k, d), d), classes.members[c], d);
     }
     return out;
@@ -53,7 +53,7 @@ class VulkanBackend : public Backend {
     parallel_for(classes.size(), jobs, [&](size_t c) {
       const Node* k = classes.representative(c);
       Printed& pr = printed[c];
-      pr.layout = kernel_layout(k, lang_);
+      pr.layout = kernel_layout(k, lang_, info.codegen);
       const Dialect& d = kernel_dialect(lang_, pr.layout);
       pr.code = generate_kernel(k, d);
       pr.source = shader_source(pr.code, d);

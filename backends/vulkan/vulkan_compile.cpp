@@ -56,13 +56,14 @@ std::vector<uint32_t> run_shaderc(const std::string& source, Language lang, cons
 
 const char* language_name(Language l) { return l == Language::hlsl ? "hlsl" : "glsl"; }
 
-KernelLayout kernel_layout(const Node* kernel, Language lang) {
+KernelLayout kernel_layout(const Node* kernel, Language lang, const CodegenOptions& o) {
   const Context& c = context();
   // EMBER_VULKAN_NO_FLOAT_ATOMICS=1 forces the compare-and-swap lowering (tests use it).
   const char* no_native = std::getenv("EMBER_VULKAN_NO_FLOAT_ATOMICS");
   AbiLimits limits;
   limits.max_push_bytes = static_cast<int>(c.max_push_words() * 4);
   limits.float_atomic_add = c.float_atomic_add && !(no_native && *no_native && *no_native != '0');
+  limits.fast_math = o.fast_math;
   KernelLayout l;
   l.abi = kernel_abi(kernel, lang == Language::hlsl ? KernelApi::vulkan_hlsl : KernelApi::vulkan_glsl, limits);
   const auto& lim = c.props.limits;
@@ -79,7 +80,7 @@ KernelLayout kernel_layout(const Node* kernel, Language lang) {
 const Dialect& kernel_dialect(Language lang, const KernelLayout& layout) { return abi_dialect(layout.abi); }
 
 std::string shader_source(const GeneratedKernel& k, const Dialect& d) {
-  return generated_header(d, ": " + k.symbol) + d.prelude + "\n" + k.source;
+  return generated_header(d, ": " + k.symbol) + unit_prelude(d, {&k.source}) + "\n" + k.source;
 }
 
 std::shared_ptr<const std::vector<uint32_t>> compile_spirv(const std::string& source, Language lang,

@@ -70,12 +70,14 @@ class CompiledProgram {
   // prints it when tracing); printed here when empty. `keep_trace`: keep a copy of the traced
   // program for ir(stage) and explain(); without it they need a new compile (the Python front end
   // traces again when first asked), and compiling skips a copy of the whole program (issue 17).
+  // `codegen`: how kernels are printed (fast_math; EMBER_FAST_MATH=1 turns it on for every program).
   CompiledProgram(std::unique_ptr<Program> traced, const std::string& backend, const std::string& traced_text = {},
-                  bool keep_trace = true);
+                  bool keep_trace = true, const CodegenOptions& codegen = {});
   // The program whose traced digest (stats().traced_digest of an earlier compile) is `digest`,
   // loaded from the program cache and compiled without tracing; null when the program cache is
   // off or has no good entry. Its ir() keeps only the "final" stage.
-  static std::unique_ptr<CompiledProgram> from_program_cache(const std::string& digest, const std::string& backend);
+  static std::unique_ptr<CompiledProgram> from_program_cache(const std::string& digest, const std::string& backend,
+                                                             const CodegenOptions& codegen = {});
   ~CompiledProgram();
   // Runs the program: arguments by position; one tensor per return value.
   std::vector<HostTensor> run(const std::vector<ArgValue>& args);
@@ -101,7 +103,8 @@ class CompiledProgram {
 
  private:
   CompiledProgram() = default;
-  void init_backend(const std::string& backend);  // backend_, backend_name_ and the pipeline options
+  // backend_, backend_name_, the pipeline options and codegen_ (`codegen` with EMBER_FAST_MATH's).
+  void init_backend(const std::string& backend, const CodegenOptions& codegen);
   // prog_'s kernels through the backend, into stats_; `link`: the backend's link record saved
   // with a cached program (CompileInfo::link), empty for none.
   void compile_kernels(const std::string& link = {});
@@ -110,6 +113,7 @@ class CompiledProgram {
   std::unique_ptr<Program> prog_;
   std::unique_ptr<Program> traced_;  // as traced (a copy when prog_ was lowered from it), for ir(stage)
   PipelineOptions options_;
+  CodegenOptions codegen_;
   std::unique_ptr<Backend> backend_;
   std::unique_ptr<KernelRunner> runner_;
   std::unique_ptr<PlanExecutor> plan_;  // null: run() interprets the host level

@@ -80,8 +80,8 @@ def device_info():
     return _C.device_info(backend())
 
 
-def compile(fn=None, *, name=None, trace_cache=True, schedule=()):
-    """compile(fn=None, *, name=None, trace_cache=True, schedule=()) -> em.Program
+def compile(fn=None, *, name=None, trace_cache=True, schedule=(), fast_math=False):
+    """compile(fn=None, *, name=None, trace_cache=True, schedule=(), fast_math=False) -> em.Program
 
     Compiles a Python function whose parameters are annotated with tensor types
     (``em.f32["N", 3]``), scalar types (``em.f32``, ``float``, ``int``) or em.nn.Module / em.optim
@@ -90,7 +90,11 @@ def compile(fn=None, *, name=None, trace_cache=True, schedule=()):
     stand-ins), fuses it into kernels and compiles them for the current backend (cached on disk in
     $EMBER_CACHE_DIR). ``trace_cache=False`` always traces in a new process (for a function whose
     trace reads files, clocks or random state). ``schedule``: em.schedule requests applied when it
-    compiles (see em.Program.schedule).
+    compiles (see em.Program.schedule). ``fast_math=True``: on the GPU backends, exp, exp2, log,
+    log2, sin, cos, tan, sinh, cosh, tanh and pow are the shading language's builtins (faster, but
+    only as exact as the driver makes them: several ulp, far more at large arguments) instead of
+    Ember's float-only functions (within 1-2 ulp, as on the CPU); EMBER_FAST_MATH=1 turns it on
+    for every program. The cpu backend ignores it.
 
     >>> @em.compile
     ... def step(X: em.f32["N", 3], V: em.f32["N", 3], dt: em.f32):
@@ -103,8 +107,8 @@ def compile(fn=None, *, name=None, trace_cache=True, schedule=()):
     1
     """
     if fn is None:
-        return lambda f: Program(f, name, trace_cache, schedule)
-    return Program(fn, name, trace_cache, schedule)
+        return lambda f: Program(f, name, trace_cache, schedule, fast_math)
+    return Program(fn, name, trace_cache, schedule, fast_math)
 
 
 def _param_spec(fn, pname, ann):
@@ -158,7 +162,7 @@ def _scalar_word(pname, dt, v):
 
 
 class Program:
-    """Program(fn, name=None, trace_cache=True, schedule=())
+    """Program(fn, name=None, trace_cache=True, schedule=(), fast_math=False)
 
     A compiled function, made by em.compile: call it with NumPy arrays / em.Tensor and Python
     numbers; it returns an em.Tensor, a tuple of them, or None. Arguments are checked against the
@@ -190,11 +194,12 @@ class Program:
     ShapeError
     """
 
-    def __init__(self, fn, name=None, trace_cache=True, schedule=()):
+    def __init__(self, fn, name=None, trace_cache=True, schedule=(), fast_math=False):
         functools.update_wrapper(self, fn)
         self.fn = fn
         self.name = name or fn.__name__
         self._schedule = _schedule.requests(schedule)
+        self._fast_math = bool(fast_math)
         self._use_trace_cache = trace_cache
         self._trace_key = None  # the trace cache key, once computed ("" when uncacheable)
         self._trace_ms = 0.0  # the last trace's time
@@ -319,7 +324,7 @@ class Program:
         entry = _trace_cache.load(self._trace_key)
         if entry is None:
             return False
-        cp = _C.CompiledProgram.from_program_cache(entry["digest"], be)
+        cp = _C.CompiledProgram.from_program_cache(entry["digest"], be, self._fast_math)
         if cp is None:
             return False
         self._returns = entry["returns"]
@@ -342,7 +347,8 @@ class Program:
         try:
             # The traced text is the program cache's key (printed from this tracer's program by
             # _trace), passed so that it is not printed twice.
-            cp = self._compiled[be] = _C.CompiledProgram(tr, be, self._traced_text, schedule, self._keep_trace)
+            cp = self._compiled[be] = _C.CompiledProgram(tr, be, self._traced_text, schedule, self._keep_trace,
+                                                         self._fast_math)
         except BaseException:
             self._traced_text = None  # the tracer gave its program away: trace again next time
             raise
@@ -586,7 +592,8 @@ class Program:
         ...     print("out[" in str(e))
         True
         """
-        return Program(self.fn, self.name, self._use_trace_cache, self._schedule + _schedule.requests(requests))
+        return Program(self.fn, self.name, self._use_trace_cache, self._schedule + _schedule.requests(requests),
+                       self._fast_math)
 
     # Introspection.
     def _compiled_or_cached(self):

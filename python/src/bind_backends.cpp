@@ -46,19 +46,22 @@ void bind_backends(py::module_& m) {
     return py::make_tuple(py::bytes(r.image), r.log, r.ms);
   }, py::arg("source"), py::arg("name"), py::arg("arch"), py::arg("cubin") = false,
      "(PTX or CUBIN bytes, log, ms) of CUDA source compiled by NVRTC for compute capability `arch`.");
-  m.def("_cuda_kernels", [](Tracer& tracer) {
+  m.def("_cuda_kernels", [](Tracer& tracer, bool fast_math) {
     py::gil_scoped_release nogil;
-    return cuda::distinct_kernels(*cuda::lower(tracer.program()));
-  }, py::arg("tracer"), "[(symbol, text)]: the tracer's program lowered as the cuda backend does, its distinct "
-                        "kernels in the cuda dialect.");
+    return cuda::distinct_kernels(*cuda::lower(tracer.program()), cuda_dialect(fast_math));
+  }, py::arg("tracer"), py::arg("fast_math") = false,
+     "[(symbol, text)]: the tracer's program lowered as the cuda backend does, its distinct kernels in the cuda "
+     "dialect (with the builtin math functions when `fast_math`).");
   m.def("_cuda_buffer_device", [](uintptr_t data) { return cuda::buffer_device(reinterpret_cast<const void*>(data)); },
         py::arg("data"), "The CUDA device of a tensor's memory (its _data_ptr) when the cuda backend owns it, else -1.");
   m.def("_cuda_synchronize", [] {
     py::gil_scoped_release nogil;
     cuda::synchronize_stream();
   }, "Waits for the cuda backend's queued launches (before another library reads its memory).");
-  m.def("_cuda_translation_unit", &cuda::translation_unit, py::arg("kernel_texts"),
-        "One CUDA translation unit (header, prelude, the kernel texts).");
+  m.def("_cuda_translation_unit", [](const std::vector<std::string>& texts, bool fast_math) {
+    return cuda::translation_unit(texts, cuda_dialect(fast_math));
+  }, py::arg("kernel_texts"), py::arg("fast_math") = false,
+     "One CUDA translation unit (header, prelude and the math functions the kernels call, the kernel texts).");
 #ifdef EMBER_WITH_OPENGL
   m.def("opengl_info", [] {
     const gl::Context* ctx = nullptr;

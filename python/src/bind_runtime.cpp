@@ -176,21 +176,25 @@ py::dict stats_dict(const ProgramStats& s) {
 void bind_program(py::module_& m) {
   py::class_<CompiledProgram>(m, "CompiledProgram", "A traced program compiled for one backend.")
       .def(py::init([](Tracer& tracer, const std::string& backend, const std::string& traced_text,
-                       const std::string& schedule, bool keep_trace) {
+                       const std::string& schedule, bool keep_trace, bool fast_math) {
         std::unique_ptr<Program> p = tracer.release();
         p->schedule = schedule;
+        CodegenOptions codegen;
+        codegen.fast_math = fast_math;
         py::gil_scoped_release nogil;
-        return std::make_unique<CompiledProgram>(std::move(p), backend, traced_text, keep_trace);
+        return std::make_unique<CompiledProgram>(std::move(p), backend, traced_text, keep_trace, codegen);
       }), py::arg("tracer"), py::arg("backend"), py::arg("traced_text") = std::string(),
-         py::arg("schedule") = std::string(), py::arg("keep_trace") = true,
+         py::arg("schedule") = std::string(), py::arg("keep_trace") = true, py::arg("fast_math") = false,
          "Takes the tracer's program through the pipeline (or loads it from the program cache) and compiles it; "
          "`traced_text`: tracer.print(), when the caller has it; `schedule`: em.Program.schedule's requests, one a "
          "line (core/passes/apply_schedule.h); `keep_trace`: keep a copy of the traced program for ir(stage) and "
-         "explain() (has_trace).")
-      .def_static("from_program_cache", [](const std::string& digest, const std::string& backend) {
+         "explain() (has_trace); `fast_math`: the GPU dialects' math ops as builtins (CodegenOptions).")
+      .def_static("from_program_cache", [](const std::string& digest, const std::string& backend, bool fast_math) {
+        CodegenOptions codegen;
+        codegen.fast_math = fast_math;
         py::gil_scoped_release nogil;
-        return CompiledProgram::from_program_cache(digest, backend);
-      }, py::arg("traced_digest"), py::arg("backend"),
+        return CompiledProgram::from_program_cache(digest, backend, codegen);
+      }, py::arg("traced_digest"), py::arg("backend"), py::arg("fast_math") = false,
          "The program of an earlier compile's stats['traced_digest'], loaded from the program cache and compiled "
          "without tracing; None when the program cache is off or has no good entry for it.")
       .def("run", [](CompiledProgram& cp, const py::list& args) {

@@ -266,7 +266,7 @@ TEST_F(CodegenCpu, SourceIsDeterministicAndNamesKernels) {
   std::string sa = generate_kernels(*a, cpp_dialect());
   EXPECT_EQ(sa, generate_kernels(*c, cpp_dialect()));
   EXPECT_NE(sa, generate_kernels(*d, cpp_dialect()));
-  EXPECT_EQ(sa, make_backend("cpu")->source(*a));
+  EXPECT_EQ(sa, make_backend("cpu")->source(*a, {}));
   std::vector<GeneratedKernel> ks = generate_kernel_list(*a, cpp_dialect());
   ASSERT_EQ(ks.size(), 1u);
   // Content-addressed: "ember_" and 16 hex digits of the text, no kernel id.

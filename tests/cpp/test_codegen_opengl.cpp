@@ -81,7 +81,7 @@ TEST_F(OpenGL, ArenaMemoriesMatchTheInterpreter) {
     std::unique_ptr<Program> p = tp.build();
     run_pipeline(*p);
     auto backend = make_backend("opengl");
-    spilled += backend->source(*p).find("ember_arena_u") != std::string::npos;
+    spilled += backend->source(*p, {}).find("ember_arena_u") != std::string::npos;
     CompileInfo info;
     auto runner = backend->compile(*p, info);
     std::mt19937 rng(7);

@@ -3,6 +3,8 @@
 #define EMBER_I(x) ((int)(x))
 #define EMBER_AS_U(x) asuint(x)
 #define EMBER_AS_F(x) asfloat(x)
+#define EMBER_F(x) ((float)(x))
+#define EMBER_OUT(T) out T
 bool ember_isnan(float x) { return (EMBER_AS_U(x) & 0x7fffffffu) > 0x7f800000u; }
 bool ember_isinf(float x) { return (EMBER_AS_U(x) & 0x7fffffffu) == 0x7f800000u; }
 #define ember_nan EMBER_AS_F(0x7fc00000u)
@@ -50,82 +52,11 @@ uint ember_f2u(float f) {
 float ember_fmin(float x, float y) { return EMBER_AS_F(ember_isnan(y) || x < y ? EMBER_AS_U(x) : EMBER_AS_U(y)); }
 float ember_fmax(float x, float y) { return EMBER_AS_F(ember_isnan(y) || x > y ? EMBER_AS_U(x) : EMBER_AS_U(y)); }
 float ember_sqrt(float x) { return x < 0.0f ? ember_nan : sqrt(x); }
-float ember_log(float x) { return x < 0.0f ? ember_nan : (x == 0.0f ? -ember_inf : log(x)); }
-float ember_log2(float x) { return x < 0.0f ? ember_nan : (x == 0.0f ? -ember_inf : log2(x)); }
 // +-1 from the sign bit, +0 for zeros, NaN for NaN (as eval.cpp and np.sign); built from the word
 // so that no optimizer turns it into a sign builtin (llvmpipe's returns -0 for 0 and NaN).
 float ember_sign(float x) {
   uint w = EMBER_AS_U(x);
   return EMBER_AS_F(ember_isnan(x) ? w : ((w & 0x7fffffffu) == 0u ? 0u : ((w & 0x80000000u) | 0x3f800000u)));
-}
-// asin/acos as in Cephes asinf/acosf (about 1 ulp; driver builtins may be far coarser).
-float ember_asin_poly(float z) {
-  return ((((4.2163199048e-2f * z + 2.4181311049e-2f) * z + 4.5470025998e-2f) * z + 7.4953002686e-2f) * z +
-          1.6666752422e-1f) * z;
-}
-float ember_asin(float x) {
-  float a = abs(x), r;
-  if (!(a <= 1.0f)) return ember_nan;
-  if (a > 0.5f) {
-    float z = 0.5f * (1.0f - a), s = sqrt(z);
-    r = 1.57079632679f - 2.0f * (s + s * ember_asin_poly(z));
-  } else {
-    r = a < 1e-4f ? a : a + a * ember_asin_poly(a * a);
-  }
-  return x < 0.0f ? -r : r;
-}
-float ember_acos(float x) {
-  if (!(abs(x) <= 1.0f)) return ember_nan;
-  if (x < -0.5f) return 3.14159265359f - 2.0f * ember_asin(sqrt(0.5f * (1.0f + x)));
-  if (x > 0.5f) return 2.0f * ember_asin(sqrt(0.5f * (1.0f - x)));
-  return 1.57079632679f - ember_asin(x);
-}
-// atan as in Cephes atanf (about 1 ulp); atan2 from it with C's special cases.
-float ember_atan(float x) {
-  if (ember_isnan(x)) return x;
-  float a = abs(x), r = 0.0f, z = a;
-  if (a > 2.414213562f) {
-    r = 1.570796327f;
-    z = -1.0f / a;
-  } else if (a > 0.4142135624f) {
-    r = 0.7853981634f;
-    z = (a - 1.0f) / (a + 1.0f);
-  }
-  float zz = z * z;
-  r += (((8.05374449538e-2f * zz - 1.38776856032e-1f) * zz + 1.99777106478e-1f) * zz - 3.33329491539e-1f) * zz * z + z;
-  return x < 0.0f ? -r : r;
-}
-float ember_atan2(float y, float x) {
-  if (ember_isnan(x) || ember_isnan(y)) return ember_nan;
-  const float pi = 3.141592654f;
-  bool neg_y = EMBER_AS_U(y) >= 0x80000000u, neg_x = EMBER_AS_U(x) >= 0x80000000u;
-  float r;
-  if (y == 0.0f) r = neg_x ? pi : 0.0f;
-  else if (x == 0.0f) r = 0.5f * pi;
-  else if (ember_isinf(x) && ember_isinf(y)) r = neg_x ? 0.75f * pi : 0.25f * pi;
-  else {
-    r = ember_atan(abs(y / x));
-    if (neg_x) r = pi - r;
-  }
-  return neg_y ? -r : r;
-}
-float ember_pow(float x, float y) {
-  if (y == 0.0f || x == 1.0f) return 1.0f;
-  if (ember_isnan(x) || ember_isnan(y)) return ember_nan;
-  float ax = abs(x);
-  float r;
-  if (ember_isinf(y)) {
-    if (ax == 1.0f) return 1.0f;
-    return (ax > 1.0f) == (y > 0.0f) ? ember_inf : 0.0f;
-  }
-  if (ax == 0.0f) r = y < 0.0f ? ember_inf : 0.0f;
-  else if (ember_isinf(ax)) r = y < 0.0f ? 0.0f : ember_inf;
-  else r = exp2(y * log2(ax));
-  if (EMBER_AS_U(x) >= 0x80000000u) {
-    if (floor(y) != y) return (ax == 0.0f || ember_isinf(ax)) ? r : ember_nan;
-    if (abs(y) < 16777216.0f && ember_mod(y, 2.0f) == 1.0f) r = -r;
-  }
-  return r;
 }
 int ember_step(int k, int s, int e) {  // k + s, or e where that would wrap (ends the loop)
   int n = k + s;
