@@ -8,17 +8,18 @@
 // EMBER_AS_U, EMBER_AS_F (bit casts), EMBER_OUT(T) (an out parameter); ember_isnan and ember_nan
 // come from the shared helpers (codegen/shader_helpers.cpp).
 //
-// Error bounds, measured by tests/cpp/test_shader_math.cpp against a double-precision reference
-// (dense sweeps over the whole float range, subnormals included), and NumPy's validation vectors
-// (tests/python/test_math_accuracy.py) on every backend:
-//   exp, exp2, log, log2: < 1 ulp; sin, cos: < 1 ulp for any |x| (integer Payne-Hanek reduction
-//   with 2/pi to 224 bits for |x| >= 401, an exact float Cody-Waite reduction below, the reduced
-//   argument carried as a float pair); tan < 2 ulp; sinh, cosh, tanh < 2 ulp; asin, acos, atan
-//   about 1 ulp (Cephes' structure). Subnormal inputs are normalized through the integers
-//   (log/log2 are right down to 2^-149) and subnormal results of exp/exp2 are rounded once by a
-//   two-step scaling, so they hold wherever the device does not flush float arithmetic.
+// Errors against the exact value (a double-precision reference; every 7th float32 word, 613M per
+// function, subnormals included): exp 0.77 ulp, exp2 0.77, log 0.89, log2 1.17, sin 0.80, cos 0.79
+// (any |x|: an integer Payne-Hanek reduction with 2/pi to 224 bits for |x| >= 401, an exact float
+// Cody-Waite one below, the reduced argument as a float pair), tan 1.05, sinh 0.83, cosh 0.88,
+// tanh 1.01, asin 0.85, acos 1.20, atan 0.86; tests/cpp/test_shader_math.cpp holds them below 1
+// or 1.5 ulp on its sweeps, tests/python/test_math_accuracy.py runs NumPy's validation vectors on
+// every backend. Subnormal inputs are normalized through the integers (log/log2 are exact in the
+// exponent down to 2^-149) and subnormal results of exp/exp2 are rounded once by a two-step
+// scaling: they hold wherever the device does not flush float arithmetic.
 // Special values as C's: NaN in, NaN out; exp(-inf) = 0, exp(+inf) = +inf; log(+-0) = -inf,
-// log(x < 0) = NaN; sin/cos/tan(+-inf) = NaN; odd functions keep the sign of zero.
+// log(x < 0) = NaN; sin/cos/tan(+-inf) = NaN; odd functions keep the sign of zero. The sign of a
+// NaN result and its payload are not kept (any NaN).
 //
 // The text is split into pieces, each starting at a line that is the piece mark (below): a
 // kernel's shader gets a piece only when it, or a piece it gets, calls a function the piece
@@ -191,10 +192,14 @@ float ember_two_sum(float a, float b, EMBER_OUT(float) e) {
   e = err;
   return s;
 }
-// Word i of 2/pi's bits after one word of zeros (word 1 = the first 32 bits after the point).
-uint ember_two_over_pi(int i) {
-  return i == 1 ? 0xa2f9836eu : i == 2 ? 0x4e441529u : i == 3 ? 0xfc2757d1u : i == 4 ? 0xf534ddc0u
-       : i == 5 ? 0xdb629599u : i == 6 ? 0x3c439041u : i == 7 ? 0xfe5163abu : i == 8 ? 0xdebbc561u : 0u;
+// c[wi] for wi in 0..4 by a tree of selects on wi's bits (cheaper to compile than a chain of
+// comparisons or an array, on lavapipe).
+uint ember_pick5(int wi, uint c0, uint c1, uint c2, uint c3, uint c4) {
+  bool odd = (wi & 1) != 0;
+  uint lo = odd ? c1 : c0;
+  uint hi = odd ? c3 : c2;
+  uint m = (wi & 2) != 0 ? hi : lo;
+  return wi >= 4 ? c4 : m;
 }
 // The high word of a b, a < 2^24, from 16-bit halves (every language has 32-bit products).
 uint ember_mulhi24(uint a, uint b) {
@@ -227,8 +232,11 @@ int ember_rem_pio2(float a, EMBER_OUT(float) rh, EMBER_OUT(float) rl) {
   uint M = (w & 0x007fffffu) | 0x00800000u;
   int j = EMBER_I(w >> 23) - 120;  // bit s - 1 of 2/pi, s = exponent - 150, after the zero word
   int wi = j >> 5, o = j & 31;
-  uint t0 = ember_two_over_pi(wi), t1 = ember_two_over_pi(wi + 1), t2 = ember_two_over_pi(wi + 2),
-       t3 = ember_two_over_pi(wi + 3);
+  // Words wi .. wi + 3 (wi <= 4) of 2/pi's bits after one word of zeros: 0, 0xa2f9836e, 0x4e441529, ...
+  uint t0 = ember_pick5(wi, 0x00000000u, 0xa2f9836eu, 0x4e441529u, 0xfc2757d1u, 0xf534ddc0u);
+  uint t1 = ember_pick5(wi, 0xa2f9836eu, 0x4e441529u, 0xfc2757d1u, 0xf534ddc0u, 0xdb629599u);
+  uint t2 = ember_pick5(wi, 0x4e441529u, 0xfc2757d1u, 0xf534ddc0u, 0xdb629599u, 0x3c439041u);
+  uint t3 = ember_pick5(wi, 0xfc2757d1u, 0xf534ddc0u, 0xdb629599u, 0x3c439041u, 0xfe5163abu);
   uint W0 = (t0 << o) | ((t1 >> 1) >> (31 - o));
   uint W1 = (t1 << o) | ((t2 >> 1) >> (31 - o));
   uint W2 = (t2 << o) | ((t3 >> 1) >> (31 - o));

@@ -42,6 +42,10 @@ struct Context {
   VkPhysicalDeviceMemoryProperties memory{};
   uint32_t buffer_memory_type = 0;   // host-visible, host-coherent (see vulkan_memory.cpp)
   bool float_atomic_add = false;     // shaderBufferFloat32AtomicAdd enabled
+  // VK_KHR_shader_float_controls enabled with shaderDenormPreserveFloat32: pipelines get the
+  // DenormPreserve execution mode (with_denorm_preserve), so subnormal f32 values survive
+  // arithmetic (lavapipe does not report it, and preserves them anyway).
+  bool denorm_preserve = false;
   bool validation = false;           // VK_LAYER_KHRONOS_validation enabled
   bool gpu = false;                  // a discrete, integrated or virtual GPU (not lavapipe)
   // Most loop iterations (summed over all loops) one invocation may run; 0: no limit. Mesa's
@@ -122,6 +126,10 @@ KernelLayout kernel_layout(const Node* kernel, Language lang, const CodegenOptio
 const Dialect& kernel_dialect(Language lang, const KernelLayout& layout);
 // The whole shader of one printed kernel (a comment, the prelude, the kernel).
 std::string shader_source(const GeneratedKernel& k, const Dialect& d);
+// `spirv` with the DenormPreserve execution mode for 32-bit floats on every entry point (SPIR-V
+// float controls: its capability and the SPV_KHR_float_controls extension too); unchanged when it
+// has it already. For devices with Context::denorm_preserve.
+std::vector<uint32_t> with_denorm_preserve(const std::vector<uint32_t>& spirv);
 
 // SPIR-V for a shader, from the memory cache, the disk cache or shaderc. Adds to
 // info.compile_ms; `hit` tells whether it came from a cache. Throws CompileError.

@@ -89,7 +89,9 @@ class VulkanBackend : public Backend {
       const ParamBlock& block = pr.layout.abi.params;
       const int bindings = static_cast<int>(pr.layout.abi.bindings.size()) + (pr.layout.params_in_buffer() ? 1 : 0);
       const uint32_t push = block.kind == ParamBlockKind::push_constant ? static_cast<uint32_t>(block.size) : 0u;
-      b.kb.pipeline = make_pipeline(*spirv, entry, bindings, push, &b.created);
+      b.kb.pipeline = context().denorm_preserve
+                          ? make_pipeline(with_denorm_preserve(*spirv), entry, bindings, push, &b.created)
+                          : make_pipeline(*spirv, entry, bindings, push, &b.created);
       b.kb.params_in_buffer = pr.layout.params_in_buffer();
       b.kb.access = memory_accesses(k);
       b.kb.loops = find_loops(k);

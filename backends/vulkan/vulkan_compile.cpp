@@ -134,6 +134,48 @@ std::shared_ptr<const std::vector<uint32_t>> compile_spirv(const std::string& so
   return spirv;
 }
 
+std::vector<uint32_t> with_denorm_preserve(const std::vector<uint32_t>& spirv) {
+  constexpr uint32_t kOpExtension = 10, kOpEntryPoint = 15, kOpExecutionMode = 16, kOpCapability = 17;
+  constexpr uint32_t kCapDenormPreserve = 4464, kModeDenormPreserve = 4459;
+  if (spirv.size() < 5 || spirv[0] != 0x07230203u) return spirv;
+  // Where each section ends, and the entry points.
+  size_t caps_end = 5, exts_end = 0, modes_end = 0;
+  std::vector<uint32_t> entries;
+  for (size_t at = 5; at < spirv.size();) {
+    const uint32_t n = spirv[at] >> 16, op = spirv[at] & 0xffffu;
+    if (n == 0 || at + n > spirv.size()) return spirv;  // malformed: leave it to the driver
+    if (op == kOpCapability) {
+      if (spirv[at + 1] == kCapDenormPreserve) return spirv;
+      caps_end = at + n;
+    }
+    if (op == kOpExtension) exts_end = at + n;
+    if (op == kOpEntryPoint && n >= 3) entries.push_back(spirv[at + 2]);
+    if (op == kOpEntryPoint || op == kOpExecutionMode) modes_end = at + n;
+    at += n;
+  }
+  if (entries.empty()) return spirv;
+  if (exts_end == 0) exts_end = caps_end;
+  // OpExtension "SPV_KHR_float_controls": the string, nul-terminated, in little-endian words.
+  const char name[] = "SPV_KHR_float_controls";
+  std::vector<uint32_t> ext((sizeof name + 3) / 4, 0u);
+  std::memcpy(ext.data(), name, sizeof name);
+  std::vector<uint32_t> out(spirv.begin(), spirv.begin() + static_cast<long>(caps_end));
+  out.push_back((2u << 16) | kOpCapability);
+  out.push_back(kCapDenormPreserve);
+  out.insert(out.end(), spirv.begin() + static_cast<long>(caps_end), spirv.begin() + static_cast<long>(exts_end));
+  out.push_back(static_cast<uint32_t>(1 + ext.size()) << 16 | kOpExtension);
+  out.insert(out.end(), ext.begin(), ext.end());
+  out.insert(out.end(), spirv.begin() + static_cast<long>(exts_end), spirv.begin() + static_cast<long>(modes_end));
+  for (uint32_t id : entries) {
+    out.push_back((4u << 16) | kOpExecutionMode);
+    out.push_back(id);
+    out.push_back(kModeDenormPreserve);
+    out.push_back(32u);
+  }
+  out.insert(out.end(), spirv.begin() + static_cast<long>(modes_end), spirv.end());
+  return out;
+}
+
 Pipeline::~Pipeline() {
   Context& c = context();
   if (pipeline) vkDestroyPipeline(c.device, pipeline, nullptr);

@@ -174,6 +174,18 @@ void create(Context& c) {
     dev_ext.push_back(VK_EXT_SHADER_ATOMIC_FLOAT_EXTENSION_NAME);
     c.float_atomic_add = true;
   }
+  // Subnormal floats kept by arithmetic where the device can promise it (SPIR-V float controls):
+  // Ember's math functions keep subnormal inputs and results (codegen/shader_math.h).
+  if (has_device_extension(c.physical, VK_KHR_SHADER_FLOAT_CONTROLS_EXTENSION_NAME)) {
+    VkPhysicalDeviceFloatControlsPropertiesKHR fc{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FLOAT_CONTROLS_PROPERTIES_KHR};
+    VkPhysicalDeviceProperties2 p2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+    p2.pNext = &fc;
+    vkGetPhysicalDeviceProperties2(c.physical, &p2);
+    if (fc.shaderDenormPreserveFloat32) {
+      dev_ext.push_back(VK_KHR_SHADER_FLOAT_CONTROLS_EXTENSION_NAME);
+      c.denorm_preserve = true;
+    }
+  }
 
   float priority = 1.0f;
   VkDeviceQueueCreateInfo qci{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};

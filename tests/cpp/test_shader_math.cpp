@@ -26,8 +26,16 @@ using std::floor;
 using std::log;
 using std::log2;
 using std::sqrt;
-inline uint as_u(float f) { uint w; std::memcpy(&w, &f, 4); return w; }
-inline float as_f(uint w) { float f; std::memcpy(&f, &w, 4); return f; }
+inline uint as_u(float f) {
+  uint w;
+  std::memcpy(&w, &f, 4);
+  return w;
+}
+inline float as_f(uint w) {
+  float f;
+  std::memcpy(&f, &w, 4);
+  return f;
+}
 #define EMBER_U(x) ((uint)(x))
 #define EMBER_I(x) ((int)(x))
 #define EMBER_F(x) ((float)(x))
@@ -48,8 +56,16 @@ inline float ember_mod(float a, float b) { return a - b * std::floor(a / b); }
 
 namespace {
 
-float f32_of(uint32_t w) { float f; std::memcpy(&f, &w, 4); return f; }
-uint32_t word_of(float f) { uint32_t w; std::memcpy(&w, &f, 4); return w; }
+float f32_of(uint32_t w) {
+  float f;
+  std::memcpy(&f, &w, 4);
+  return f;
+}
+uint32_t word_of(float f) {
+  uint32_t w;
+  std::memcpy(&w, &f, 4);
+  return w;
+}
 
 // |got - want| in units of the f32 ulp at want (2^-149 below 2^-126); 0 when both are NaN or the
 // same infinity (or got overflowed where want is beyond FLT_MAX by half an ulp); huge when a zero
@@ -103,7 +119,10 @@ void sweep(const Fn& f, uint64_t lo, uint64_t hi, uint64_t step, const char* wha
     for (uint32_t sign : {0u, 0x80000000u}) {
       const float x = f32_of(static_cast<uint32_t>(w) | sign);
       const double e = ulp_error(f.ours(x), f.ref(static_cast<double>(x)));
-      if (e > worst) { worst = e; at = x; }
+      if (e > worst) {
+        worst = e;
+        at = x;
+      }
     }
   EXPECT_LT(worst, f.bound) << f.name << " over " << what << ": worst at " << std::hexfloat << at;
 }
@@ -144,10 +163,14 @@ TEST(ShaderMath, NearMultiplesOfHalfPi) {
     for (float x : {c, std::nextafter(c, 0.0f), std::nextafter(c, 1e30f)})
       for (int i = 0; i < 3; ++i) {
         const double e = ulp_error(fs[i]->ours(x), fs[i]->ref(x));
-        if (e > worst[i]) { worst[i] = e; at[i] = x; }
+        if (e > worst[i]) {
+          worst[i] = e;
+          at[i] = x;
+        }
       }
   }
-  for (int i = 0; i < 3; ++i) EXPECT_LT(worst[i], fs[i]->bound) << fs[i]->name << " worst at " << std::hexfloat << at[i];
+  for (int i = 0; i < 3; ++i)
+    EXPECT_LT(worst[i], fs[i]->bound) << fs[i]->name << " worst at " << std::hexfloat << at[i];
 }
 
 TEST(ShaderMath, SpecialValues) {
@@ -222,7 +245,8 @@ TEST(ShaderMath, GatedPieces) {
   }
   for (const char* f : {"ember_exp(", "ember_sin(", "ember_tanh(", "ember_pow(", "ember_atan2(", "ember_fast_log("})
     EXPECT_EQ(names.count(f), 1u) << f;
-  for (const GatedPrelude& p : shader_math_pieces(true)) EXPECT_NE(p.text.find("__device__ inline float ember_"), std::string::npos);
+  for (const GatedPrelude& p : shader_math_pieces(true))
+    EXPECT_NE(p.text.find("__device__ inline float ember_"), std::string::npos);
 
   Dialect d;
   d.prelude = "PRELUDE\n";
