@@ -3,6 +3,7 @@ import contextlib
 import ctypes
 import hashlib
 import importlib
+import importlib.metadata
 import os
 import subprocess
 import sys
@@ -23,15 +24,71 @@ class Skip(Exception):
     """Raised by an implementation's setup when it cannot run here; the message says why."""
 
 
+class PeerBroken(Skip):
+    """Raised by require() when a peer's package is installed in this Python but importing it
+    fails: a broken environment (Debian's python3-coverage under numba, a wheel built for another
+    numpy), not an absent peer. The harnesses report it as "broken", loudly, never as a skip."""
+
+
+# The peers tools/bootstrap-bench installs (by its names, the lower-cased module names).
+BOOTSTRAP_PEERS = ("torch", "jax", "taichi", "warp", "numba", "tensorfrost")
+
+# Peers found broken in this process: module -> the loud line said about it (said once).
+BROKEN = {}
+
+
+def _site_packages(venv):
+    """The site-packages folders of a virtual environment."""
+    return sorted(str(p) for p in Path(venv).glob("lib/python*/site-packages"))
+
+
+def installed_distributions(module, path=None):
+    """'name version' of each installed distribution that provides top-level module `module`
+    (in this Python's sys.path, or in the folders `path`), from the packages' metadata, so a
+    module whose import fails can still be told apart from one that is not installed."""
+    found = []
+    for dist in importlib.metadata.distributions(**({"path": path} if path else {})):
+        tops = (dist.read_text("top_level.txt") or "").split()
+        if not tops:
+            tops = {f.parts[0].removesuffix(".py") for f in dist.files or () if f.parts}
+        if module in tops:
+            found.append(f"{dist.metadata['Name']} {dist.version}")
+    return sorted(set(found))
+
+
 def require(module):
-    """Imports an optional package or raises Skip naming it, so missing peers never fail a run."""
+    """Imports an optional package or raises Skip naming it, so missing peers never fail a run.
+
+    A package that is installed here but fails to import raises PeerBroken instead, after one
+    loud line on stderr naming the package, its version and the error: such a peer used to
+    vanish from every table as a quiet "skipped" (issue 39: numba under Debian's coverage)."""
     try:
         return importlib.import_module(module)
     except Exception as e:  # ImportError, or a package that breaks while importing
+        error = f"{type(e).__name__}: {e}"
+        absent = isinstance(e, ModuleNotFoundError) and e.name == module
+        dists = installed_distributions(module)
+        if dists or not absent:
+            what = ", ".join(dists) if dists else f"module {module}"
+            fix = {"ember": "rebuild it (tools/build)"}.get(
+                module, f"tools/bootstrap-bench {module.lower()} repairs the venv or says why"
+                if module.lower() in BOOTSTRAP_PEERS else "reinstall it")
+            line = (f"!!! BROKEN PEER: {what} is installed for {sys.executable} but `import {module}` "
+                    f"fails: {error}. Its column is missing from this run; {fix}.")
+            if module not in BROKEN:
+                print(line, file=sys.stderr, flush=True)
+            BROKEN[module] = line
+            raise PeerBroken(line.removeprefix("!!! ")) from None
         hint = ""
-        if isinstance(e, ModuleNotFoundError) and module != "ember":
-            hint = " (tools/bootstrap-bench installs the peers; run with .venv-bench/bin/python)"
-        raise Skip(f"cannot import {module}: {type(e).__name__}: {e}{hint}") from None
+        if module != "ember":
+            venv = REPO_ROOT / ".venv-bench"
+            in_venv = installed_distributions(module, _site_packages(venv)) if venv.is_dir() else []
+            if in_venv and Path(sys.prefix).resolve() != venv.resolve():
+                hint = (f" ({', '.join(in_venv)} is installed in {venv}, but this run uses "
+                        f"{sys.executable}: run with .venv-bench/bin/python)")
+            else:
+                hint = " (tools/bootstrap-bench installs the peers; run with .venv-bench/bin/python)"
+        raise Skip(f"cannot import {module}: {error}{hint}") from None
 
 
 @contextlib.contextmanager
@@ -99,7 +156,7 @@ def import_ember():
         return require("ember")
     except Skip as e:
         where = path if path.is_dir() else f"{path} (missing; build Ember or set EMBER_BUILD_DIR)"
-        raise Skip(f"{e}; looked in {where}") from None
+        raise type(e)(f"{e}; looked in {where}") from None
 
 
 def import_example(name):

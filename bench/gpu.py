@@ -30,7 +30,7 @@ from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from common import BENCH_DIR, Skip  # noqa: E402
+from common import BENCH_DIR, PeerBroken, Skip  # noqa: E402
 
 DEFAULT_RUNS = "nbody:4096,nbody:65536,fluid:1024,matmul:2048,train_mlp:128"
 QUICK_RUNS = "nbody:256,fluid:64,matmul:128,train_mlp:32"
@@ -191,6 +191,8 @@ def bench_impl(setup, inputs, ref, opts, a, check):
                 step()
             times.append((time.perf_counter() - t0) * 1e3 / inner)
         ok_last, err_last = check(fetch(), ref)
+    except PeerBroken as e:  # installed but fails to import (common.require said so on stderr)
+        return {"status": "broken", "reason": str(e)}
     except Skip as e:
         return {"status": "skipped", "reason": str(e)}
     except Exception as e:
@@ -237,7 +239,7 @@ def table(name, n, results, a, copy_bw, rows=None):
         rate = derived(name, n, ms, a, copy_bw)[1] if ms else "n/a"
         ratio = f"{ms / ember:.2f}" if ms and ember else "n/a"
         warm = f"{r['setup_ms'] + r['first_call_ms']:,.0f}" if "first_call_ms" in r else "n/a"
-        mark = {"ok": "ok", "mismatch": "**MISMATCH**"}.get(r["status"], r["status"])
+        mark = {"ok": "ok", "mismatch": "**MISMATCH**", "broken": "**BROKEN**"}.get(r["status"], r["status"])
         if "max_rel_err" in r:
             mark += f" ({r['max_rel_err']:.1e})"
         mins = f"{r['min_ms']:.3f}" if ms else "n/a"

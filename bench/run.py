@@ -3,7 +3,8 @@
 Usage: /usr/bin/python3 bench/run.py [--workload nbody] [--n 4096] [--repeat 5]
        [--impl ember,numpy,cpp,torch] [--backend cpu] [--json out.json]
 Warm-up calls (where compilation happens) are excluded; the table reports the median of
---repeat timed calls. Missing implementations are skipped with the reason.
+--repeat timed calls. Missing implementations are skipped with the reason; a peer that is
+installed but fails to import is "broken", said on stderr when found and again at the end.
 """
 import argparse
 import datetime
@@ -19,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from common import BENCH_DIR, REPO_ROOT, Skip
+from common import BENCH_DIR, BROKEN, REPO_ROOT, PeerBroken, Skip
 import workloads
 
 RTOL = 1e-3
@@ -88,6 +89,8 @@ def bench_one(setup, inputs, ref, opts, warmup, repeat):
             t0 = time.perf_counter()
             last = run()
             times.append((time.perf_counter() - t0) * 1e3)
+    except PeerBroken as e:  # installed but fails to import: said loudly, never a quiet skip
+        return {"status": "broken", "reason": str(e)}
     except Skip as e:
         return {"status": "skipped", "reason": str(e)}
     except Exception as e:
@@ -125,7 +128,7 @@ def table(name, n, results):
     notes = []
     for impl, r in results.items():
         status = r["status"]
-        mark = {"ok": "ok", "mismatch": "**MISMATCH**"}.get(status, status)
+        mark = {"ok": "ok", "mismatch": "**MISMATCH**", "broken": "**BROKEN**"}.get(status, status)
         warm = r["setup_ms"] + r["first_call_ms"] if "setup_ms" in r else None
         if "max_rel_err" in r:
             mark += f" ({r['max_rel_err']:.1e})"
@@ -189,6 +192,9 @@ def main():
         if hasattr(mod, "summary"):  # a workload's own line (e.g. nbody_grad: gradient / force time)
             out["workloads"][w]["summary"] = mod.summary(results, opts)
             print(out["workloads"][w]["summary"] + "\n")
+    if BROKEN:  # again at the end, where a reader of the tables looks
+        out["broken_peers"] = sorted(BROKEN)
+        print("\n".join(BROKEN.values()) + "\n", file=sys.stderr, flush=True)
     if a.json != "-":
         path = Path(a.json)
         path.parent.mkdir(parents=True, exist_ok=True)
