@@ -175,15 +175,75 @@ Node* simplify_node(Builder& b, Node* n) {
   return fold_scaling(b, n);
 }
 
+// Var forwarding: the value a var read at n certainly holds, or null. Walks back from n through
+// its earlier siblings and up through its scopes to the var's last set (its value) or to the var
+// itself (its initial value), and gives up at a scope that sets the var, at a loop around n that
+// sets it (an earlier iteration may have), or after kForwardSteps nodes. The value must be
+// rereadable (not a var) with the var's shape or a constant: it is visible wherever the set or
+// the var is, so at n too. A reduction lowered and unrolled (`acc = 0; acc = acc + x0; ...`) then
+// starts from x0 once simplify folds 0 + x0.
+constexpr int kForwardSteps = 32;
+constexpr size_t kForwardUsers = 64;
+
+bool scope_sets(const Node* scope, const Node* var) {
+  for (const Node* u : var->users) {
+    if (u->op != Op::set || u->operand(0) != var) continue;
+    for (const Node* a = u->parent; a; a = a->parent)
+      if (a == scope) return true;
+  }
+  return false;
+}
+
+Node* known_value(const Node* n, Node* var) {
+  if (var->users.size() > kForwardUsers) return nullptr;
+  auto usable = [&](Node* v) -> Node* {
+    return rereadable(v) && (v->op == Op::constant || same_shape(v->shape, var->shape)) ? v : nullptr;
+  };
+  const Node* at = n;
+  for (int steps = 0; steps < kForwardSteps; ++steps) {
+    if (!at->prev) {
+      const Node* s = at->parent;
+      if (!s || s->op == Op::kernel || s->op == Op::program) return nullptr;  // the var is not before n here
+      if (s->op == Op::loop && scope_sets(s, var)) return nullptr;  // unless the var is inside the loop: found first
+      at = s;
+      continue;
+    }
+    at = at->prev;
+    ++node_visit_counter();
+    if (at == var) return usable(var->operand(0));
+    if (at->op == Op::set && at->operand(0) == var) return usable(at->operand(1));
+    if (at->first_child && scope_sets(at, var)) return nullptr;
+  }
+  return nullptr;
+}
+
+// Replaces n's var operands by the values they certainly hold (known_value); whether it did.
+bool forward_vars(Program& p, Node* n) {
+  bool changed = false;
+  for (int i = n->op == Op::set ? 1 : 0; i < n->num_operands(); ++i) {
+    Node* v = n->operand(i);
+    if (v->op != Op::var) continue;
+    Node* x = known_value(n, v);
+    if (x && x->op == Op::constant && !has_flag(n->op, F_PURE)) x = nullptr;  // a set or store keeps its shape
+    if (x) {
+      p.set_operand(n, i, x);
+      changed = true;
+    }
+  }
+  return changed;
+}
+
 // Replaces n by what simplify_node gives for it, if anything; whether it did.
 bool simplify_one(Program& p, Builder& b, Node* n) {
+  bool forwarded = false;
+  if (has_flag(n->op, F_PURE) || n->op == Op::set || n->op == Op::store) forwarded = forward_vars(p, n);
   b.set_insert_before(n);
   b.loc_of = n;
   Node* r = simplify_node(b, n);
-  if (!r || r == n) return false;
+  if (!r || r == n) return forwarded;
   // A var read here has the var's value at this point; the var node itself would read it
   // wherever it is used (later sets would change the result).
-  if (has_flag(r->op, F_MUTABLE)) return false;
+  if (has_flag(r->op, F_MUTABLE)) return forwarded;
   p.replace_all_uses(n, r);
   p.erase(n);
   return true;
