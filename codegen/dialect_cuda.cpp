@@ -94,6 +94,7 @@ Dialect make_cuda() {
   op(Op::sinh)[0] = "sinhf({0})";
   op(Op::cosh)[0] = "coshf({0})";
   op(Op::tanh)[0] = "tanhf({0})";
+  op(Op::fma)[0] = "fmaf({0}, {1}, {2})";
 
   // Memory: f32 elements are floats (no conversion on load or store); i32 int, u32/bool uint.
   const int cf = value_class(DType::f32), ci = value_class(DType::i32), cu = value_class(DType::u32),

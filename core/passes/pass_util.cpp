@@ -64,6 +64,55 @@ static void walk_subtree(Node* n, const std::function<void(Node*)>& f, uint64_t&
 
 void walk_subtree(Node* n, const std::function<void(Node*)>& f) { walk_subtree(n, f, node_visit_counter()); }
 
+namespace {
+// Walks v0's users through f32 elementwise math (and, with through_vars, through the vars it is
+// set to and their reads) until `stop` holds for one (true), or 64 nodes are seen (true).
+template <class Stop>
+bool reaches(const Node* v0, bool through_vars, Stop&& stop) {
+  std::vector<const Node*> todo{v0};
+  std::unordered_set<const Node*> seen{v0};
+  auto follow = [&](const Node* x) {
+    if (!seen.insert(x).second) return true;
+    if (seen.size() > 64) return false;
+    todo.push_back(x);
+    return true;
+  };
+  while (!todo.empty()) {
+    const Node* v = todo.back();
+    todo.pop_back();
+    for (const Node* u : v->users) {
+      if (stop(u)) return true;
+      if (through_vars && u->op == Op::set && u->operand(1) == v) {
+        if (!follow(u->operand(0))) return true;
+        continue;
+      }
+      if (u->dtype != DType::f32 || !has_flag(u->op, F_PURE) || !has_flag(u->op, F_ELEMENTWISE)) continue;
+      if (!follow(u)) return true;
+    }
+  }
+  return false;
+}
+}  // namespace
+
+bool reaches_exact_comparison(const Node* v) {
+  return reaches(v, false, [](const Node* u) {
+    return u->op == Op::eq || u->op == Op::ne || u->op == Op::min || u->op == Op::max;
+  });
+}
+
+bool reaches_discrete_use(const Node* v) {
+  return reaches(v, true, [](const Node* u) {
+    switch (u->op) {
+      case Op::eq: case Op::ne: case Op::lt: case Op::le: case Op::gt: case Op::ge: case Op::min: case Op::max:
+      case Op::floor: case Op::ceil: case Op::round: case Op::trunc: case Op::frac: case Op::mod: case Op::sign:
+      case Op::isnan: case Op::isinf: case Op::bitcast:
+        return true;
+      case Op::cast: return u->dtype != DType::f32;
+      default: return false;
+    }
+  });
+}
+
 void memory_effects(const Node* n, std::unordered_set<const Node*>* reads, std::unordered_set<const Node*>* writes) {
   walk_subtree(const_cast<Node*>(n), [&](Node* x) {
     if (x->op == Op::load && reads) reads->insert(x->operand(0));

@@ -77,18 +77,19 @@ TEST_P(PassTest, InterpreterAgreesBeforeAndAfterEachPass) {
   }
 }
 
-// The whole pipeline as the GPU backends run it and as the CPU runs it (with tile_threads).
+// The whole pipeline as the GPU backends run it and as the CPU runs it (with tile_threads and
+// contract_fma).
 TEST_P(PassTest, FullPipelineWithVerifier) {
   const TestProgram& tp = GetParam();
   for (bool tiled : {false, true}) {
-    SCOPED_TRACE(tiled ? "with tile_threads" : "without tile_threads");
+    SCOPED_TRACE(tiled ? "with tile_threads and contract_fma" : "without tile_threads");
     std::unique_ptr<Program> p = tp.build();
     std::mt19937 rng(99);
     std::vector<ArgValue> args = random_args(*p, rng, 6);
     std::vector<HostTensor> want = interpret(*p, copy_args(args));
     PipelineOptions opt;
     opt.verify = true;
-    opt.tile_threads = tiled;
+    opt.tile_threads = opt.contract_fma = tiled;
     run_pipeline(*p, opt);
     EXPECT_EQ(compare(want, interpret(*p, copy_args(args))), "");
     int kernels = 0;
@@ -110,7 +111,8 @@ TEST(Pipeline, ListsEveryPassOnce) {
                                    "merge_kernels",
                                    "unroll_small_dims", "unroll_loops", "tile_threads",
                                    "share_reciprocals", "forward_copies",
-                                   "form_kernels", "lower_indexing", "lower_group_barriers", "hoist_invariants",
+                                   "form_kernels", "lower_indexing", "lower_group_barriers",
+                                   "contract_fma", "hoist_invariants",
                                    "split_host"};
   EXPECT_EQ(names, want);
 }
