@@ -18,6 +18,7 @@
 #include "core/passes/cse.h"
 #include "core/passes/dce.h"
 #include "core/passes/form_kernels.h"
+#include "core/passes/fold_reciprocal_powers.h"
 #include "core/passes/forward_copies.h"
 #include "core/passes/fuse_kernels.h"
 #include "core/passes/fuse_loads.h"
@@ -70,6 +71,7 @@ const std::vector<Step>& steps() {
       {{"lower_indexing", lower_indexing}, false},
       {{"lower_group_barriers", lower_group_barriers}, false, true},
       {{"cleanup", nullptr}, true},
+      {{"fold_reciprocal_powers", fold_reciprocal_powers}, false},  // after the cleanup that folds share_reciprocals' products
       {{"contract_fma", contract_fma}, false, false, false, true},  // last of the math: nothing after it rewrites a sum
       {{"hoist_invariants", hoist_invariants}, false},
       {{"split_host", split_host}, false},

@@ -1,5 +1,6 @@
-// contract_fma (a * b + c into fma on targets with it): what it rewrites, what it must leave
-// alone, and that the interpreter agrees before and after within rounding.
+// contract_fma (a * b + c into fma on targets with it) and fold_reciprocal_powers (q^3 of
+// q = 1 / sqrt(a) into 1 / (a * sqrt(a))): what each rewrites, what each must leave alone, and
+// that the interpreter agrees before and after within rounding.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -8,6 +9,7 @@
 #include "core/analysis/reductions.h"
 #include "core/ir/printer.h"
 #include "core/passes/contract_fma.h"
+#include "core/passes/fold_reciprocal_powers.h"
 
 using namespace ember;
 using namespace ember::testing;
@@ -136,4 +138,26 @@ TEST(Reductions, FusedAccumulationAdds) {
   EXPECT_EQ(r[0].op, Op::add);
   b.set(v, b.fma(v, y, x));  // v as a factor: not an accumulation
   EXPECT_TRUE(reduction_vars(loop).empty());
+}
+
+TEST(FoldReciprocalPowers, CubeOfReciprocalSqrtOfANonNegativeValue) {
+  KernelProgram k(3, [](KernelProgram& k) -> std::vector<Node*> {
+    auto cube = [&](Node* q) { return k.mul(q, k.mul(q, q)); };
+    auto recip_sqrt = [&](Node* r) { return k.b.binary(Op::div, k.b.f32(1.0f), k.b.unary(Op::sqrt, r)); };
+    Node* r2 = k.add(k.add(k.mul(k.a, k.a), k.mul(k.bb, k.bb)), k.b.f32(1e-4f));
+    Node* q_kept = recip_sqrt(k.add(k.mul(k.c, k.c), k.b.f32(2.0f)));
+    Node* pos_c = k.b.select(k.b.binary(Op::gt, k.c, k.b.f32(0.0f)), k.c, k.b.f32(1.0f));  // > 0, by a select
+    return {k.mul(k.a, cube(recip_sqrt(r2))),                                              // 0: a / (r2 * sqrt(r2))
+            cube(recip_sqrt(pos_c)),       // 1: not provably >= +0: left alone
+            k.add(cube(q_kept), q_kept)};  // 2: q used besides its cube: left alone
+  });
+  std::vector<ArgValue> args = k.args();
+  std::vector<HostTensor> want = interpret(k.p, copy_args(args));
+  const int divs = count(k.p, Op::div);
+  ASSERT_TRUE(fold_reciprocal_powers(k.p));
+  verify(k.p, VerifyOptions{true});
+  EXPECT_EQ(count(k.p, Op::div), divs) << print_program(k.p);
+  EXPECT_EQ(count(k.p, Op::mul), 1 + 1 + 1 + 1 + 2 + 1 + 2) << print_program(k.p);
+  EXPECT_EQ(compare(want, interpret(k.p, copy_args(args)), 1e-5), "");
+  EXPECT_FALSE(fold_reciprocal_powers(k.p));
 }

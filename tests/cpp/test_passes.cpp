@@ -112,7 +112,7 @@ TEST(Pipeline, ListsEveryPassOnce) {
                                    "unroll_small_dims", "unroll_loops", "tile_threads",
                                    "share_reciprocals", "forward_copies",
                                    "form_kernels", "lower_indexing", "lower_group_barriers",
-                                   "contract_fma", "hoist_invariants",
+                                   "fold_reciprocal_powers", "contract_fma", "hoist_invariants",
                                    "split_host"};
   EXPECT_EQ(names, want);
 }
