@@ -20,6 +20,11 @@
 //   - when a factor is a var (its value at the product may not be its value at the sum);
 //   - in a contraction kernel (core/analysis/contraction.h): the cpp dialect computes its sums
 //     with packed panels, from the product and the add it finds there.
+//
+// c - a * b becomes fma(-a, b, c). Where a is a difference p - q used only so and squared (a
+// pairwise distance and force: x_j - x_i), and p changes with the innermost loop around it while
+// q does not, a becomes q - p and the negations go (invariant operand first: x86 then takes the
+// varying load as vsubps's memory operand; exact but for the sign of a zero).
 #pragma once
 #include "core/ir/node.h"
 

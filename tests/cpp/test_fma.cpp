@@ -122,6 +122,48 @@ TEST(ContractFma, AProductAlsoUsedElsewhereStaysWhole) {
   EXPECT_EQ(k.stored(0), Op::add);
 }
 
+// A pairwise difference used squared and in `acc - d * w` is oriented invariant-first: d = x_j - x_i
+// (x_j varies with the loop) becomes x_i - x_j and its negation goes; x_i - x_j stays as it is
+// (its fma keeps the negation, which the C++ compiler folds into vfnmadd).
+TEST(ContractFma, OrientsPairwiseDifferencesInvariantFirst) {
+  for (bool varying_first : {true, false}) {
+    Program p;
+    Builder b(p);
+    b.set_insert_end(p.root());
+    Shape s{b.shape_arg("N")};
+    Node* X = b.input(DType::f32, s, 0, "x");
+    Node* out = b.buffer(DType::f32, s, false);
+    Node* k = b.kernel(s);
+    b.set_insert_end(k);
+    Node* i = b.index(0, s);
+    Node* acc = b.var(b.f32(0.0f), s);
+    Node* loop = b.loop(b.i32(0), s[0], b.i32(1), s);
+    b.set_insert_end(loop);
+    Node* xi = ld(b, X, i, s);
+    Node* xj = ld(b, X, loop, s);
+    Node* d = varying_first ? b.binary(Op::sub, xj, xi) : b.binary(Op::sub, xi, xj);
+    Node* w = b.binary(Op::div, b.f32(1.0f), b.binary(Op::add, b.binary(Op::mul, d, d), b.f32(1.0f)));
+    b.set(acc, b.binary(Op::sub, acc, b.binary(Op::mul, d, w)));
+    b.set_insert_end(k);
+    st(b, out, i, acc, s);
+    b.set_insert_end(p.root());
+    b.output(out, 0);
+    codegen_test::finish(p);
+    std::vector<ArgValue> args = {ArgValue::of_tensor(random_tensor(DType::f32, {19}, 7))};
+    std::vector<HostTensor> want = interpret(p, copy_args(args));
+    ASSERT_TRUE(contract_fma(p));
+    verify(p, VerifyOptions{true});
+    EXPECT_EQ(compare(want, interpret(p, copy_args(args)), 1e-5), "");
+    Node* diff = nullptr;
+    p.for_each([&](Node* n) {
+      if (n->op == Op::sub && n->dtype == DType::f32) diff = n;
+    });
+    ASSERT_TRUE(diff) << print_program(p);
+    EXPECT_EQ(diff->operand(0), xi) << print_program(p);
+    EXPECT_EQ(count(p, Op::neg), varying_first ? 0 : 1) << print_program(p);
+  }
+}
+
 // v = fma(a, b, v) in a loop is an accumulation with + (the cpp dialect annotates the loop
 // `omp simd reduction(+: v)`).
 TEST(Reductions, FusedAccumulationAdds) {
