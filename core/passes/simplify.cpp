@@ -1,6 +1,9 @@
 #include "core/passes/simplify.h"
 
+#include <algorithm>
 #include <cmath>
+#include <unordered_map>
+#include <vector>
 
 #include "core/ir/builder.h"
 #include "core/ir/eval.h"
@@ -175,75 +178,100 @@ Node* simplify_node(Builder& b, Node* n) {
   return fold_scaling(b, n);
 }
 
-// Var forwarding: the value a var read at n certainly holds, or null. Walks back from n through
-// its earlier siblings and up through its scopes to the var's last set (its value) or to the var
-// itself (its initial value), and gives up at a scope that sets the var, at a loop around n that
-// sets it (an earlier iteration may have), or after kForwardSteps nodes. The value must be
-// rereadable (not a var) with the var's shape or a constant: it is visible wherever the set or
-// the var is, so at n too. A reduction lowered and unrolled (`acc = 0; acc = acc + x0; ...`) then
-// starts from x0 once simplify folds 0 + x0.
-constexpr int kForwardSteps = 32;
-constexpr size_t kForwardUsers = 64;
+// Var forwarding: a var read where the var certainly holds a known value (its initial value, or
+// the value of its last set before the read in the same or an enclosing block) reads that value
+// instead. One sweep over the program in order, keeping the known value of each var: a scope
+// that sets a var forgets it after the scope, and a loop forgets the vars it sets already inside
+// (an earlier iteration may have set them); a kernel starts knowing nothing. The value must be
+// rereadable (not a var) with the var's shape, or a constant (then only for pure readers: a set
+// or store keeps its shape): it is visible wherever the set or the var is, so at the read too.
+// A reduction lowered and unrolled (`acc = 0; acc = acc + x0; ...`) then starts from x0 once
+// simplify folds 0 + x0. Runs at the start of every full simplify and finds every such read (no
+// distance or count limit), so cse and dce, which never add a set or remove one of a var still
+// read, leave nothing for a later run: the cleanup's fixed point holds.
+class VarForwarding {
+ public:
+  explicit VarForwarding(Program& p) : p_(p) {}
 
-bool scope_sets(const Node* scope, const Node* var) {
-  for (const Node* u : var->users) {
-    if (u->op != Op::set || u->operand(0) != var) continue;
-    for (const Node* a = u->parent; a; a = a->parent)
-      if (a == scope) return true;
+  bool run() {
+    Known known;
+    std::vector<const Node*> set;
+    sweep(p_.root(), known, set);
+    return changed_;
   }
-  return false;
-}
 
-Node* known_value(const Node* n, Node* var) {
-  if (var->users.size() > kForwardUsers) return nullptr;
-  auto usable = [&](Node* v) -> Node* {
-    return rereadable(v) && (v->op == Op::constant || same_shape(v->shape, var->shape)) ? v : nullptr;
-  };
-  const Node* at = n;
-  for (int steps = 0; steps < kForwardSteps; ++steps) {
-    if (!at->prev) {
-      const Node* s = at->parent;
-      if (!s || s->op == Op::kernel || s->op == Op::program) return nullptr;  // the var is not before n here
-      if (s->op == Op::loop && scope_sets(s, var)) return nullptr;  // unless the var is inside the loop: found first
-      at = s;
-      continue;
-    }
-    at = at->prev;
-    ++node_visit_counter();
-    if (at == var) return usable(var->operand(0));
-    if (at->op == Op::set && at->operand(0) == var) return usable(at->operand(1));
-    if (at->first_child && scope_sets(at, var)) return nullptr;
+ private:
+  using Known = std::unordered_map<const Node*, Node*>;  // var -> the value it holds here
+
+  static void add(std::vector<const Node*>& vars, const Node* v) {
+    if (std::find(vars.begin(), vars.end(), v) == vars.end()) vars.push_back(v);
   }
-  return nullptr;
-}
 
-// Replaces n's var operands by the values they certainly hold (known_value); whether it did.
-bool forward_vars(Program& p, Node* n) {
-  bool changed = false;
-  for (int i = n->op == Op::set ? 1 : 0; i < n->num_operands(); ++i) {
-    Node* v = n->operand(i);
-    if (v->op != Op::var) continue;
-    Node* x = known_value(n, v);
-    if (x && x->op == Op::constant && !has_flag(n->op, F_PURE)) x = nullptr;  // a set or store keeps its shape
-    if (x) {
-      p.set_operand(n, i, x);
-      changed = true;
+  // The vars set anywhere in `scope`.
+  static void sets_in(const Node* scope, std::vector<const Node*>& vars) {
+    for (const Node* c = scope->first_child; c; c = c->next) {
+      ++node_visit_counter();
+      if (c->op == Op::set) add(vars, c->operand(0));
+      if (c->first_child) sets_in(c, vars);
     }
   }
-  return changed;
-}
+
+  void forward(Node* n, const Known& known) {
+    const bool pure = has_flag(n->op, F_PURE);
+    if (!pure && n->op != Op::set && n->op != Op::store) return;
+    for (int i = n->op == Op::set ? 1 : 0; i < n->num_operands(); ++i) {
+      Node* v = n->operand(i);
+      if (v->op != Op::var) continue;
+      auto it = known.find(v);
+      if (it == known.end() || (it->second->op == Op::constant && !pure)) continue;
+      p_.set_operand(n, i, it->second);
+      changed_ = true;
+    }
+  }
+
+  // Forwards the reads in `scope`, given what is known at its start; adds the vars it sets to `set`.
+  void sweep(Node* scope, Known& known, std::vector<const Node*>& set) {
+    for (Node* c = scope->first_child; c; c = c->next) {
+      ++node_visit_counter();
+      if (!known.empty()) forward(c, known);
+      if (c->op == Op::var || c->op == Op::set) {
+        Node* var = c->op == Op::var ? c : c->operand(0);
+        Node* x = c->operand(c->op == Op::var ? 0 : 1);
+        if (rereadable(x) && (x->op == Op::constant || same_shape(x->shape, var->shape)))
+          known[var] = x;
+        else
+          known.erase(var);
+        if (c->op == Op::set) add(set, var);
+      }
+      if (!c->first_child) continue;
+      Known inside;
+      std::vector<const Node*> set_inside;
+      if (c->op == Op::loop) sets_in(c, set_inside);  // an earlier iteration may have set them
+      if (c->op != Op::kernel) {
+        inside = known;
+        for (const Node* v : set_inside) inside.erase(v);
+      }
+      sweep(c, inside, set_inside);
+      for (const Node* v : set_inside) {
+        known.erase(v);
+        add(set, v);
+      }
+    }
+  }
+
+  Program& p_;
+  bool changed_ = false;
+};
 
 // Replaces n by what simplify_node gives for it, if anything; whether it did.
 bool simplify_one(Program& p, Builder& b, Node* n) {
-  bool forwarded = false;
-  if (has_flag(n->op, F_PURE) || n->op == Op::set || n->op == Op::store) forwarded = forward_vars(p, n);
   b.set_insert_before(n);
   b.loc_of = n;
   Node* r = simplify_node(b, n);
-  if (!r || r == n) return forwarded;
+  if (!r || r == n) return false;
   // A var read here has the var's value at this point; the var node itself would read it
   // wherever it is used (later sets would change the result).
-  if (has_flag(r->op, F_MUTABLE)) return forwarded;
+  if (has_flag(r->op, F_MUTABLE)) return false;
   p.replace_all_uses(n, r);
   p.erase(n);
   return true;
@@ -251,8 +279,8 @@ bool simplify_one(Program& p, Builder& b, Node* n) {
 }  // namespace
 
 bool simplify(Program& p) {
+  bool changed = VarForwarding(p).run();
   Builder b(p);
-  bool changed = false;
   // During the walk (no snapshot of the nodes first: one read of each node instead of two). A
   // rewrite makes its nodes before n and erases only n, so the walk sees what a snapshot would.
   p.for_each([&](Node* n) { changed |= simplify_one(p, b, n); });

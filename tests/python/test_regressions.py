@@ -406,3 +406,26 @@ def test_u32_wraparound_in_the_host_plan(backend, rng):
         want = [u(a) % m, u(b - m) // 3, ((u(b - m) ^ 2**31) - 2**31) // 3, int(u(a) > m), u(-b) % m,
                 int(u(b + m) > 100), u(b * m) % 1000003, int(u(u(~m) * b + m) > b)]
         assert got == want, (a, m, b)
+
+
+def test_forwarded_var_reads_keep_the_cleanup_at_its_fixed_point(backend, monkeypatch):
+    """Fuzzer, seed 5200856 (minimized), found on the branch that added simplify's var forwarding,
+    before it was merged: an InternalError under EMBER_VERIFY=1 ("simplify changed the program
+    after the cleanup reached its fixed point"). The forwarding then walked back at most 32 nodes
+    from a read to the var's last set; the random draws' hash made the distance 36 until cse merged
+    twins, and only a full simplify, not the one cse leaves to simplify again, saw the shorter
+    walk. Forwarding is now one sweep over the program with no distance limit."""
+    monkeypatch.setenv("EMBER_VERIFY", "1")
+
+    @em.compile
+    def f(a0: em.f32[3, 3, 1], a1: em.f32[3, 3, 1], a2: em.f32[3, 3, 1]):
+        v4 = em.random.rand((3, 3, 1), 0) + a0 + (a1 + a2)
+        return em.sum(v4, axis=(1, 0))
+
+    @em.compile
+    def draws(a0: em.f32[3, 3, 1]):
+        return em.random.rand((3, 3, 1), 0) + 0.0 * a0
+
+    a = np.ones((3, 3, 1), np.float32)
+    want = np.sum(draws(a).numpy().astype(np.float64) + 3.0, axis=(1, 0))
+    np.testing.assert_allclose(f(a, a, a).numpy(), want, rtol=1e-5)
