@@ -1,6 +1,7 @@
 #include "core/passes/contract_fma.h"
 
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "core/analysis/contraction.h"
@@ -14,21 +15,24 @@ namespace {
 bool is_f32_op(const Node* n, Op op) { return n->op == op && n->dtype == DType::f32; }
 bool is_square(const Node* n) { return is_f32_op(n, Op::mul) && n->operand(0) == n->operand(1); }
 
+// The values of the kernel at hand whose last bit can decide something discrete.
+using Discrete = std::unordered_set<const Node*>;
+
 // Whether add/sub u can take product m (one of its operands) into an fma.
-bool takes(const Node* u, const Node* m) {
+bool takes(const Node* u, const Node* m, const Discrete& discrete) {
   if ((!is_f32_op(u, Op::add) && !is_f32_op(u, Op::sub)) || u->parent != m->parent) return false;
   if (u->operand(0) == u->operand(1)) return false;  // m + m, m - m: simplify's business
   const Node* other = u->operand(u->operand(0) == m ? 1 : 0);
   if (is_f32_op(other, Op::mul) && !(u->op == Op::add && is_square(m) && is_square(other))) return false;
-  return !reaches_discrete_use(u);
+  return !discrete.count(u);
 }
 
-bool contractible(const Node* m) {
+bool contractible(const Node* m, const Discrete& discrete) {
   if (!is_f32_op(m, Op::mul) || m->users.empty()) return false;
   for (const Node* f : m->operands)
     if (has_flag(f->op, F_MUTABLE)) return false;
   for (const Node* u : m->users)
-    if (!takes(u, m)) return false;
+    if (!takes(u, m, discrete)) return false;
   return true;
 }
 
@@ -117,18 +121,34 @@ bool orient_differences(Program& p, const std::vector<Node*>& negs) {
 }  // namespace
 
 bool contract_fma(Program& p) {
+  // One walk: the products inside kernels and the program's discrete uses.
   std::vector<Node*> products;
-  for (Node* k : kernels_of(p)) {
-    if (find_contraction(k, nullptr)) continue;  // the cpp dialect's packed panels compute its sums
-    walk_subtree(k, [&](Node* n) {
-      if (is_f32_op(n, Op::mul)) products.push_back(n);
-    });
-  }
+  std::vector<const Node*> uses;
+  p.for_each([&](Node* n) {
+    if (is_f32_op(n, Op::mul))
+      products.push_back(n);
+    else if (discrete_use(n))
+      uses.push_back(n);
+  });
+  if (products.empty()) return false;
+  const Discrete discrete = values_reaching(uses);
+  // Contraction kernels (the cpp dialect's packed panels compute those sums): only a kernel with
+  // a top-level loop can be one, and each is asked once.
+  std::unordered_map<const Node*, bool> left_alone;
+  auto leave = [&](const Node* k) {
+    auto it = left_alone.find(k);
+    if (it != left_alone.end()) return it->second;
+    bool loop = false;
+    for (const Node* c = k->first_child; c && !loop; c = c->next) loop = c->op == Op::loop;
+    return left_alone[k] = loop && find_contraction(k, nullptr);
+  };
   bool changed = false;
   std::vector<Node*> negs;
   for (Node* m : products) {
     // In program order: a sum contracted earlier is an fma now, no longer a product for later sums.
-    if (m->dead || !contractible(m)) continue;
+    if (m->dead || !contractible(m, discrete)) continue;
+    const Node* k = m->enclosing_kernel();
+    if (!k || leave(k)) continue;
     const std::vector<Node*> users = m->users;
     for (Node* u : users) contract(p, u, m, negs);
     p.erase(m);

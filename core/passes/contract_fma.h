@@ -11,8 +11,9 @@
 //     difference is exactly 0, the fused one the rounding error of the other product, which a
 //     sqrt would turn into NaN;
 //   - when the sum reaches, in its kernel, a use where its last bit can decide something discrete
-//     (a comparison, min/max, floor, a conversion to an integer...; pass_util's
-//     reaches_discrete_use, also through the vars it is set to): branches, counts and masks then
+//     (a comparison, min/max, floor, a conversion to an integer...; at any distance, also through
+//     the vars it is set to: pass_util's values_reaching_discrete_uses, found for the whole
+//     kernel at once): branches, counts and masks then
 //     come out as an unfused evaluation of the same operations gives them (NumPy's float32 steps
 //     of examples/mandelbrot.py, the GPU backends), and a copy of the value computed elsewhere
 //     unfused compares equal. A value stored and compared by another kernel is not followed;

@@ -45,10 +45,11 @@ Node* rsqrt_operand(const Node* q) {
 
 bool fold_reciprocal_powers(Program& p) {
   std::vector<Node*> squares;
-  for (Node* k : kernels_of(p))
-    walk_subtree(k, [&](Node* n) {
-      if (is_f32_op(n, Op::mul) && n->operand(0) == n->operand(1) && rsqrt_operand(n->operand(0))) squares.push_back(n);
-    });
+  p.for_each([&](Node* n) {
+    if (is_f32_op(n, Op::mul) && n->operand(0) == n->operand(1) && rsqrt_operand(n->operand(0)) &&
+        n->enclosing_kernel())
+      squares.push_back(n);
+  });
   bool changed = false;
   for (Node* t : squares) {
     if (t->dead || t->users.size() != 1) continue;

@@ -55,6 +55,11 @@ bool reaches_exact_comparison(const Node* v);
 // contract_fma leaves such values unfused, so a kernel's branches, counts and masks come out as an
 // unfused evaluation (NumPy's float32, the GPU backends') of the same operations gives them.
 bool reaches_discrete_use(const Node* v);
+// Whether node u is such a use of its operands.
+bool discrete_use(const Node* u);
+// The values that reach one of `uses` along the edges reaches_discrete_use follows, at any
+// distance: for all values at once (backwards from the uses), where asking each would cost a walk.
+std::unordered_set<const Node*> values_reaching(const std::vector<const Node*>& uses);
 
 // Calls f on n and every node inside it (pre-order).
 void walk_subtree(Node* n, const std::function<void(Node*)>& f);
