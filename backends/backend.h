@@ -52,6 +52,9 @@ class Backend {
   // Whether a thread's independent lanes become SIMD code, so the pipeline gives each thread a
   // register tile of elements (tile_threads).
   virtual bool tiles_threads() const { return false; }
+  // Whether kernels have fused multiply-add instructions, so the pipeline fuses a * b + c into
+  // fma (contract_fma).
+  virtual bool contracts_fma() const { return false; }
 };
 
 // "cpu" (always available), "vulkan" (GLSL kernels), "vulkan-hlsl" (the same runtime fed HLSL

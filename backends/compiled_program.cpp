@@ -81,13 +81,14 @@ std::string traced_digest(const Program& traced, const std::string& traced_text)
 
 // Everything the lowered program depends on: the traced program (its digest), the backend and the
 // pipeline options it sets, this build, and the formats. No environment variable changes what the
-// passes produce (EMBER_DEBUG only prints; EMBER_TAPE_BUDGET_MB acts at trace time, so the traced
-// text shows it).
+// passes produce but through those options (EMBER_CPU_FLAGS can turn contract_fma off; EMBER_DEBUG
+// only prints; EMBER_TAPE_BUDGET_MB acts at trace time, so the traced text shows it).
 std::string program_cache_key(const std::string& digest, const std::string& backend, const PipelineOptions& opt) {
   std::string keyed = digest;
   keyed += '\0' + backend + '\0';
   keyed += opt.lower_groups ? "lower_groups " : "";
-  keyed += opt.tile_threads ? "tile_threads" : "";
+  keyed += opt.tile_threads ? "tile_threads " : "";
+  keyed += opt.contract_fma ? "contract_fma" : "";
   keyed += '\0' + std::string(EMBER_VERSION) + '\0' + std::to_string(kProgramFormatVersion) + '\0' +
            program_schema_id() + '\0' + build_id();
   return "prog-" + content_hash(keyed);
@@ -162,6 +163,7 @@ void CompiledProgram::init_backend(const std::string& backend, const CodegenOpti
   if (f && *f && *f != '0') codegen_.fast_math = true;
   options_.lower_groups = backend_->lowers_groups();
   options_.tile_threads = backend_->tiles_threads();
+  options_.contract_fma = backend_->contracts_fma();
 }
 
 CompiledProgram::CompiledProgram(std::unique_ptr<Program> traced, const std::string& backend,

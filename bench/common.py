@@ -5,6 +5,7 @@ import hashlib
 import importlib
 import importlib.metadata
 import os
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -18,6 +19,12 @@ BUILD_DIR = BENCH_DIR / ".build"
 # -fno-math-errno lets g++ vectorize sqrtf (without it every sqrtf is a libm call that may set
 # errno); it changes no result here, since every argument is positive.
 CXX_FLAGS = ["-O3", "-march=native", "-fopenmp", "-fno-math-errno", "-shared", "-fPIC"]
+
+
+def cxx_flags():
+    """CXX_FLAGS, then $EMBER_CPU_FLAGS (words), as the cpu backend appends them to its kernels'
+    flags: EMBER_CPU_FLAGS=-mno-avx512f times both sides with AVX2 on an AVX-512 host."""
+    return CXX_FLAGS + shlex.split(os.environ.get("EMBER_CPU_FLAGS", ""))
 
 
 class Skip(Exception):
@@ -179,12 +186,13 @@ def build_cpp(source_name):
         version = subprocess.run([cxx, "--version"], capture_output=True, text=True).stdout
     except OSError as e:
         raise Skip(f"no C++ compiler ({cxx}): {e}") from None
-    key = hashlib.sha256(src.read_bytes() + " ".join([cxx, *CXX_FLAGS, version]).encode())
+    flags = cxx_flags()
+    key = hashlib.sha256(src.read_bytes() + " ".join([cxx, *flags, version]).encode())
     lib = BUILD_DIR / f"{src.stem}-{key.hexdigest()[:16]}.so"
     if not lib.exists():
         BUILD_DIR.mkdir(parents=True, exist_ok=True)
         tmp = lib.with_suffix(f".{os.getpid()}.tmp")
-        cmd = [cxx, *CXX_FLAGS, str(src), "-o", str(tmp)]
+        cmd = [cxx, *flags, str(src), "-o", str(tmp)]
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0:
             raise Skip(f"{' '.join(cmd)} failed:\n{proc.stderr.strip()}")

@@ -29,19 +29,25 @@ ATOL = 1e-3  # relative to the largest magnitude of each reference output
 
 def machine_info():
     """Facts that make a result comparable later: CPU, cores, versions, date, commit."""
-    model = "unknown"
+    model, flags = "unknown", []
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
+            if line.startswith("model name") and model == "unknown":
                 model = line.split(":", 1)[1].strip()
-                break
+            if line.startswith("flags") and not flags:
+                flags = line.split(":", 1)[1].split()
     except OSError:
         pass
+    # The vector extensions that decide the kernels' speed (-march=native), and what
+    # EMBER_CPU_FLAGS takes away from Ember's kernels and the C++ references.
+    isa = [f for f in ("avx2", "fma", "avx512f") if f in flags]
     commit = subprocess.run(["git", "-C", str(REPO_ROOT), "rev-parse", "--short", "HEAD"],
                             capture_output=True, text=True).stdout.strip()
     return {
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "cpu_model": model,
+        "isa": isa,
+        "ember_cpu_flags": os.environ.get("EMBER_CPU_FLAGS"),
         "cores": os.cpu_count(),
         "cores_usable": len(os.sched_getaffinity(0)),
         "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
@@ -170,7 +176,9 @@ def main():
             p.error(f"unknown implementation {i!r}; known: {', '.join(sorted(known))}")
 
     info = machine_info()
-    print(f"# {info['cpu_model']}, {info['cores']} cores, {info['date']}\n")
+    isa = " ".join(info["isa"]) or "none of avx2 fma avx512f"
+    extra = f", EMBER_CPU_FLAGS={info['ember_cpu_flags']}" if info["ember_cpu_flags"] else ""
+    print(f"# {info['cpu_model']}, {info['cores']} cores ({isa}{extra}), {info['date']}\n")
     out = {"machine": info, "args": vars(a), "workloads": {}}
     opts = {"backend": a.backend}
     for w in names:

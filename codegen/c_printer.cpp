@@ -616,7 +616,7 @@ class KernelPrinter {
       case Op::add: case Op::sub: case Op::mul: case Op::div: case Op::mod: case Op::pow:
       case Op::atan2: case Op::min: case Op::max: case Op::eq: case Op::ne: case Op::lt: case Op::le:
       case Op::gt: case Op::ge: case Op::land: case Op::lor: case Op::band: case Op::bor:
-      case Op::bxor: case Op::shl: case Op::shr: case Op::select:
+      case Op::bxor: case Op::shl: case Op::shr: case Op::select: case Op::fma:
         if (interior_ && n->op == Op::select) {
           std::string e = edge_select(n);
           if (!e.empty()) { names_[n] = e; break; }

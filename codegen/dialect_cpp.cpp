@@ -1,7 +1,8 @@
 // The `cpp` dialect: C++17 with OpenMP, compiled by the system compiler into a shared library
 // (backends/cpu). Helpers in the prelude reproduce core/ir/eval.cpp exactly: floor div/mod with
 // x/0 == 0, shifts by >= 32, clamped float->int conversion. The backend compiles with -fwrapv
-// (i32 arithmetic wraps) and -ffp-contract=off (no fused multiply-add), so results match the
+// (i32 arithmetic wraps) and -ffp-contract=off (no fused multiply-add but the IR's own fma
+// nodes, which contract_fma makes and the interpreter rounds once too), so results match the
 // interpreter bit for bit. f32 exp/exp2/log/log2/sin/cos/tanh/atan2/min/max call
 // core/math/ember_math.h, whose text opens the prelude, as the interpreter does: branch-free, so
 // loops that use them vectorize.
@@ -189,6 +190,9 @@ Dialect make_cpp() {
   set(Op::shl, "", "ember_shl({0}, {1})", "ember_shl({0}, {1})", "ember_shl((uint32_t){0}, (uint32_t){1})");
   set(Op::shr, "", "ember_shr({0}, {1})", "ember_shr({0}, {1})", "ember_shr((uint32_t){0}, (uint32_t){1})");
   all(Op::select, "({0} ? {1} : {2})");
+  // One rounding, as eval.cpp's std::fma: a vfmadd where -march=native has FMA (contract_fma runs
+  // only there), a libm call elsewhere.
+  math(Op::fma, "__builtin_fmaf({0}, {1}, {2})");
 
   // cast[from][to] (value conversion, eval.cpp convert_word) and bitcast[from][to].
   const int F = dtype_slot(DType::f32), I = dtype_slot(DType::i32), U = dtype_slot(DType::u32),

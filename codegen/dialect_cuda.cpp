@@ -92,6 +92,7 @@ Dialect make_cuda(bool fast_math) {
   set_shader_math(d, fast_math,
                   {"expf({0})", "exp2f({0})", "sinf({0})", "cosf({0})", "tanf({0})", "sinhf({0})", "coshf({0})", "tanhf({0})"},
                   true);
+  op(Op::fma)[0] = "fmaf({0}, {1}, {2})";
 
   // Memory: f32 elements are floats (no conversion on load or store); i32 int, u32/bool uint.
   const int cf = value_class(DType::f32), ci = value_class(DType::i32), cu = value_class(DType::u32),

@@ -51,6 +51,7 @@ Dialect make_hlsl(bool params_in_buffer, bool d3d11, bool fast_math) {
   d.expr[static_cast<int>(Op::sign)] = {"ember_sign({0})", "({0} > 0 ? 1 : ({0} < 0 ? -1 : 0))", "(uint)({0} > 0u)",
                                         "{0}"};
   d.expr[static_cast<int>(Op::round)] = {"round({0})", "{0}", "{0}", "{0}"};  // HLSL round: halfway cases to even
+  d.expr[static_cast<int>(Op::fma)][value_class(DType::f32)] = "mad({0}, {1}, {2})";  // HLSL's fma() takes doubles
   d.bitcast[dtype_slot(DType::boolean)][dtype_slot(DType::f32)] = "asfloat((uint)({0}))";
 
   const int cf = value_class(DType::f32), ci = value_class(DType::i32), cu = value_class(DType::u32),

@@ -125,6 +125,7 @@ void set_shader_common(Dialect& d, const ShaderSpelling& s) {
   set(Op::shl, "", "ember_shl({0}, {1})", "ember_shl({0}, {1})", "{0}");
   set(Op::shr, "", "ember_shr({0}, {1})", "ember_shr({0}, {1})", "({0} && !{1})");
   set(Op::select, "({0} ? {1} : {2})", "({0} ? {1} : {2})", "({0} ? {1} : {2})", "({0} ? {1} : {2})");
+  math(Op::fma, "fma({0}, {1}, {2})");  // GLSL, WGSL; HLSL's float fma is mad (dialect_hlsl.cpp)
 
   const int F = dtype_slot(DType::f32), I = dtype_slot(DType::i32), U = dtype_slot(DType::u32),
             B = dtype_slot(DType::boolean);

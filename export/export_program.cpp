@@ -37,6 +37,7 @@ std::unique_ptr<Program> lower(const Program& traced, KernelApi api, const std::
         p->replace_all_uses(d, b.i32(static_cast<int32_t>(value)));
       }
   PipelineOptions opt;
+  // No contract_fma: exported C++ may be built for a CPU without FMA (fmaf would be a libm call).
   opt.lower_groups = opt.tile_threads = api == KernelApi::cpp;
   run_pipeline(*p, opt);
   return p;

@@ -34,9 +34,15 @@ struct CpuKernel {
 };
 
 // Compiler command and flags (both are part of the cache key). $EMBER_CXX overrides the
-// compiler CMake found.
+// compiler CMake found; $EMBER_CPU_FLAGS (words) are appended to the flags, after -march=native,
+// so they can take an instruction set away: EMBER_CPU_FLAGS=-mno-avx512f gives the AVX2 kernels
+// of an AVX-512 host (bench/common.py's reference builds take the same variable).
 std::string cpu_compiler();
-const std::vector<std::string>& cpu_flags();
+std::vector<std::string> cpu_flags();
+// Whether the kernels get fused multiply-add instructions (PipelineOptions::contract_fma): the
+// host has them (x86: its FMA extension; aarch64: always) and $EMBER_CPU_FLAGS neither removes
+// them (-mno-fma, -mno-avx) nor picks another -march.
+bool cpu_has_fma();
 
 // The functions of printed kernels (distinct texts, so distinct symbols), one per entry, each
 // from the memory cache, the disk cache or a fresh compile; the missing ones are compiled in

@@ -54,6 +54,7 @@ class CpuBackend : public Backend {
   const char* name() const override { return "cpu"; }
   bool lowers_groups() const override { return true; }
   bool tiles_threads() const override { return true; }
+  bool contracts_fma() const override { return cpu_has_fma(); }
 
   std::string source(const Program& p, const CodegenOptions&) override { return generate_kernels(p, cpp_dialect()); }
 

@@ -459,9 +459,11 @@ bool gold_on_path() {
 
 }  // namespace
 
-const std::vector<std::string>& cpu_flags() {
+namespace {
+const std::vector<std::string>& base_flags() {
   // No -ffast-math: NaN/inf and rounding must match the interpreter. -ffp-contract=off keeps
-  // a*b+c unfused and -fwrapv makes i32 arithmetic wrap, as core/ir/eval.cpp does.
+  // a*b+c unfused (fused multiply-adds are the IR's fma nodes: contract_fma decides, the
+  // interpreter agrees) and -fwrapv makes i32 arithmetic wrap, as core/ir/eval.cpp does.
   // -fno-tree-loop-distribution: GCC 12.2's loop distribution moved a store of 0 to A[i] ahead
   // of the load of A[i] before it in the same iteration (g = A[i]; B[i] = b; A[i] = 0;
   // out[i] = g * cos(x[i]) gave out = 0; tests/python/test_regressions.py).
@@ -478,6 +480,29 @@ const std::vector<std::string>& cpu_flags() {
     return f;
   }();
   return linked;
+}
+
+std::vector<std::string> extra_flags() {
+  const char* e = std::getenv("EMBER_CPU_FLAGS");
+  return e ? split_words(e) : std::vector<std::string>{};
+}
+}  // namespace
+
+std::vector<std::string> cpu_flags() {
+  std::vector<std::string> f = base_flags();
+  for (std::string& x : extra_flags()) f.push_back(std::move(x));
+  return f;
+}
+
+bool cpu_has_fma() {
+#if defined(__x86_64__) || defined(__i386__)
+  if (!__builtin_cpu_supports("fma")) return false;
+#elif !defined(__aarch64__)
+  return false;
+#endif
+  for (const std::string& f : extra_flags())
+    if (f == "-mno-fma" || f == "-mno-avx" || f.rfind("-march=", 0) == 0) return false;
+  return true;
 }
 
 CpuKernelFn CpuLibrary::find(const std::string& symbol) const {

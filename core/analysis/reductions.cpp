@@ -39,15 +39,17 @@ std::vector<ReductionVar> reduction_vars(const Node* loop) {
     const Node* v = n->operand(0);
     if (v->inside(loop)) return;  // private to an iteration
     const Node* value = n->operand(1);
-    // v = v - x accumulates like v = v + (-x).
+    // v = v - x accumulates like v = v + (-x), and v = fma(a, b, v) like v = v + a * b.
     bool subtracts = value->op == Op::sub && value->operand(0) == v && value->operand(1) != v &&
                      (v->dtype == DType::f32 || v->dtype == DType::i32 || v->dtype == DType::u32);
-    bool shape_ok = n->parent == loop && (reorderable(value->op, v->dtype) || subtracts) && value->parent == loop;
-    bool reads_acc = shape_ok && (value->operand(0) == v) != (value->operand(1) == v);
+    bool fuses = value->op == Op::fma && value->operand(2) == v && value->operand(0) != v && value->operand(1) != v;
+    bool shape_ok =
+        n->parent == loop && (reorderable(value->op, v->dtype) || subtracts || fuses) && value->parent == loop;
+    bool reads_acc = shape_ok && (fuses || (value->operand(0) == v) != (value->operand(1) == v));
     if (!reads_acc) { ok = false; return; }
     for (const Node* u : value->users)
       if (u != n) ok = false;
-    const Op op = subtracts ? Op::add : value->op;
+    const Op op = subtracts || fuses ? Op::add : value->op;
     // An accumulator may be accumulated several times per iteration (v += a; v += b), always
     // with the same op.
     auto same = std::find_if(out.begin(), out.end(), [&](const ReductionVar& r) { return r.var == v; });

@@ -1,6 +1,7 @@
 // Reduction loops: a loop whose only effect on values outside it is accumulating into vars
-// with one associative op (v = v + x). Such a loop's iterations may be reordered and split
-// into SIMD lanes (the float result then differs from the sequential order by rounding only).
+// with one associative op (v = v + x; also v = v - x and v = fma(a, b, v), which add). Such a
+// loop's iterations may be reordered and split into SIMD lanes (the float result then differs
+// from the sequential order by rounding only).
 #pragma once
 #include <vector>
 
@@ -10,7 +11,7 @@ namespace ember {
 
 struct ReductionVar {
   const Node* var;
-  Op op;  // add (also for v = v - x) or mul (any dtype); min or max (integers only)
+  Op op;  // add (also for v = v - x and v = fma(a, b, v)) or mul (any dtype); min or max (integers only)
 };
 
 // The accumulators of `loop` when it is a reduction loop; empty otherwise (also when it has no

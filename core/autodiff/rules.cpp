@@ -17,7 +17,7 @@ bool has_derivative_rule(Op op) {
     case Op::sin: case Op::cos: case Op::tan: case Op::asin: case Op::acos: case Op::atan: case Op::sinh:
     case Op::cosh: case Op::tanh: case Op::cast:
     case Op::add: case Op::sub: case Op::mul: case Op::div: case Op::mod: case Op::pow: case Op::atan2:
-    case Op::min: case Op::max: case Op::select:
+    case Op::min: case Op::max: case Op::select: case Op::fma:
     // Structural rules (reverse.cpp).
     case Op::load: case Op::store: case Op::atomic: case Op::reduce: case Op::scan: case Op::var: case Op::set:
     // Nodes that carry no value to differentiate: leaves and scopes.
@@ -162,6 +162,7 @@ std::vector<Node*> elementwise_vjp(Tracer& tr, Node* n, Node* g) {
       Node* cnd = n->operand(0);
       return {nullptr, tr.select(cnd, g, c(0)), tr.select(cnd, c(0), g)};
     }
+    case Op::fma: return {mul(g, b), mul(g, a), g};
     default: break;
   }
   EMBER_INTERNAL_ASSERT(false, "no elementwise derivative rule for " << op_name(n->op));

@@ -213,6 +213,13 @@ Node* Builder::select(Node* c, Node* a, Node* b) {
   return numbered(Op::select, a->dtype, result_shape(ops), ops, {});
 }
 
+Node* Builder::fma(Node* a, Node* b, Node* c) {
+  EMBER_INTERNAL_ASSERT(a->dtype == DType::f32 && b->dtype == DType::f32 && c->dtype == DType::f32, "fma operand types");
+  Node* const ops[3] = {a, b, c};
+  if (Node* f = fold(Op::fma, DType::f32, ops)) return f;
+  return numbered(Op::fma, DType::f32, result_shape(ops), ops, {});
+}
+
 Node* Builder::spread(Node* v, const Shape& shape) {
   return v->shape.empty() && !shape.empty() ? raw(Op::select, v->dtype, shape, {boolean(true), v, v}) : v;
 }

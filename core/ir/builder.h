@@ -42,6 +42,8 @@ class Builder {
   Node* unary(Op op, Node* x);
   Node* binary(Op op, Node* a, Node* b);
   Node* select(Node* c, Node* a, Node* b);
+  // a * b + c rounded once (f32 operands).
+  Node* fma(Node* a, Node* b, Node* c);
   Node* cast(Node* x, DType t);
   // A uniform (shape []) value as a node of `shape` holding it everywhere (select(true, v, v),
   // never folded back); other values are returned as they are.

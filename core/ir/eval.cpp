@@ -62,6 +62,7 @@ uint32_t eval_f(Op op, const uint32_t* a) {
     case Op::mod: return f2w(floormod_f(x, y));
     case Op::pow: return f2w(std::pow(x, y));
     case Op::atan2: return f2w(ember_math::atan2(x, y));
+    case Op::fma: return f2w(std::fma(x, y, w2f(a[2])));  // one rounding (glibc's fmaf is exact)
     case Op::min: return f2w(ember_math::fmin(x, y));
     case Op::max: return f2w(ember_math::fmax(x, y));
     case Op::eq: return x == y;

@@ -87,6 +87,8 @@ class Verifier {
       if (n->op == Op::select && (n->operand(0)->dtype != DType::boolean || n->operand(1)->dtype != n->dtype ||
                                   n->operand(2)->dtype != n->dtype))
         fail(n, "select operand dtypes");
+      if (n->op == Op::fma && (n->operand(1)->dtype != DType::f32 || n->operand(2)->dtype != DType::f32))
+        fail(n, "fma operand dtypes");
     }
     switch (n->op) {
       case Op::load: case Op::store: case Op::atomic: {

@@ -39,8 +39,10 @@ namespace {
 void host_kernels(Node* scope, std::vector<Node*>& out, uint64_t& visits) {
   for (Node* c = scope->first_child; c; c = c->next) {
     ++visits;
-    if (c->op == Op::kernel) out.push_back(c);
-    else if (c->first_child) host_kernels(c, out, visits);
+    if (c->op == Op::kernel)
+      out.push_back(c);
+    else if (c->first_child)
+      host_kernels(c, out, visits);
   }
 }
 }  // namespace
@@ -63,6 +65,98 @@ static void walk_subtree(Node* n, const std::function<void(Node*)>& f, uint64_t&
 }
 
 void walk_subtree(Node* n, const std::function<void(Node*)>& f) { walk_subtree(n, f, node_visit_counter()); }
+
+namespace {
+// Walks v0's users through f32 elementwise math (and, with through_vars, through the vars it is
+// set to and their reads) until `stop` holds for one (true), or 64 nodes are seen (true).
+template <class Stop>
+bool reaches(const Node* v0, bool through_vars, Stop&& stop) {
+  // At most 64 nodes: flat arrays on the stack, searched linearly (no allocation per question:
+  // contract_fma asks it for every sum of a product).
+  constexpr int kMax = 64;
+  const Node* seen[kMax + 1];
+  const Node* todo[kMax + 1];
+  int n_seen = 1, n_todo = 1;
+  seen[0] = todo[0] = v0;
+  auto follow = [&](const Node* x) {
+    for (int i = 0; i < n_seen; ++i)
+      if (seen[i] == x) return true;
+    if (n_seen == kMax) return false;
+    seen[n_seen++] = x;
+    todo[n_todo++] = x;
+    return true;
+  };
+  while (n_todo > 0) {
+    const Node* v = todo[--n_todo];
+    for (const Node* u : v->users) {
+      if (stop(u)) return true;
+      if (through_vars && u->op == Op::set && u->operand(1) == v) {
+        if (!follow(u->operand(0))) return true;
+        continue;
+      }
+      if (u->dtype != DType::f32 || !has_flag(u->op, F_PURE) || !has_flag(u->op, F_ELEMENTWISE)) continue;
+      if (!follow(u)) return true;
+    }
+  }
+  return false;
+}
+}  // namespace
+
+bool reaches_exact_comparison(const Node* v) {
+  return reaches(v, false, [](const Node* u) {
+    return u->op == Op::eq || u->op == Op::ne || u->op == Op::min || u->op == Op::max;
+  });
+}
+
+bool discrete_use(const Node* u) {
+  switch (u->op) {
+    case Op::eq:
+    case Op::ne:
+    case Op::lt:
+    case Op::le:
+    case Op::gt:
+    case Op::ge:
+    case Op::min:
+    case Op::max:
+    case Op::floor:
+    case Op::ceil:
+    case Op::round:
+    case Op::trunc:
+    case Op::frac:
+    case Op::mod:
+    case Op::sign:
+    case Op::isnan:
+    case Op::isinf:
+    case Op::bitcast: return true;
+    case Op::cast: return u->dtype != DType::f32;
+    default: return false;
+  }
+}
+
+bool reaches_discrete_use(const Node* v) { return reaches(v, true, discrete_use); }
+
+std::unordered_set<const Node*> values_reaching(const std::vector<const Node*>& uses) {
+  std::unordered_set<const Node*> marked;
+  std::vector<const Node*> todo;
+  auto mark = [&](const Node* x) {
+    if (marked.insert(x).second) todo.push_back(x);
+  };
+  for (const Node* u : uses)
+    for (const Node* o : u->operands) mark(o);
+  // Backwards along the edges reaches() follows: an operand of a pure f32 elementwise node, the
+  // value of a set of a var.
+  while (!todo.empty()) {
+    const Node* x = todo.back();
+    todo.pop_back();
+    if (x->op == Op::var) {
+      for (const Node* u : x->users)
+        if (u->op == Op::set && u->operand(0) == x) mark(u->operand(1));
+    } else if (x->dtype == DType::f32 && has_flag(x->op, F_PURE) && has_flag(x->op, F_ELEMENTWISE)) {
+      for (const Node* o : x->operands) mark(o);
+    }
+  }
+  return marked;
+}
 
 void memory_effects(const Node* n, std::unordered_set<const Node*>* reads, std::unordered_set<const Node*>* writes) {
   walk_subtree(const_cast<Node*>(n), [&](Node* x) {
@@ -88,7 +182,10 @@ static Node* clone_one(Builder& b, Node* c, std::unordered_map<Node*, Node*>& ma
   }
   Node* n = p.create(c->op, c->dtype, c->shape.empty() ? ShapeView{} : ShapeView(shape), {ops.data(), ops.size()});
   copy_attrs(*n, *c);
-  if (b.before()) p.insert_before(b.before(), n); else p.append(b.scope(), n);
+  if (b.before())
+    p.insert_before(b.before(), n);
+  else
+    p.append(b.scope(), n);
   map[c] = n;
   return n;
 }
@@ -104,7 +201,10 @@ static void clone_rec(Builder& b, Node* scope, const std::function<bool(const No
       Node* saved_before = b.before();
       b.set_insert_end(n);
       clone_rec(b, c, kept, map, shape);
-      if (saved_before) b.set_insert_before(saved_before); else b.set_insert_end(saved_scope);
+      if (saved_before)
+        b.set_insert_before(saved_before);
+      else
+        b.set_insert_end(saved_scope);
     }
   }
 }
@@ -130,7 +230,8 @@ void clone_nodes(Builder& b, Node* src_scope, std::span<Node* const> keep, const
 void clone_nodes(Builder& b, Node* src_scope, const std::unordered_set<Node*>& keep,
                  std::unordered_map<Node*, Node*>& map, const std::vector<Node*>& shape) {
   const std::vector<Node*> nodes(keep.begin(), keep.end());
-  clone_nodes(b, src_scope, nodes, [&](const Node* n) { return keep.count(const_cast<Node*>(n)) > 0; }, map, shape);
+  clone_nodes(
+      b, src_scope, nodes, [&](const Node* n) { return keep.count(const_cast<Node*>(n)) > 0; }, map, shape);
 }
 
 Node* kernel_like(Builder& b, const Node* like, const Shape& shape) {

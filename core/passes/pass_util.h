@@ -42,6 +42,25 @@ bool is_device_scope(const Node* n);
 // of the program first.
 std::vector<Node*> kernels_of(const Program& p);
 
+// Whether f32 value v reaches an equality test, a min or a max through f32 elementwise math: the
+// mask x == max(...) of a max reduction's gradient, where x (or -x, as a min's gradient compares
+// it) is recomputed in another kernel. A pass that changes how v rounds (share_reciprocals'
+// product by a reciprocal) must leave such a value alone: a copy of it computed elsewhere the old
+// way would then compare unequal (fuzz seed 1360198: min of -(a / d), its gradient NaN). Follows
+// users up to 64 nodes; past that it answers yes.
+bool reaches_exact_comparison(const Node* v);
+// The same for any use where the last bit can decide something discrete: a comparison, a min or a
+// max, a conversion to an integer or bool, floor/ceil/round/trunc/frac/mod/sign, isnan/isinf, a
+// bitcast; followed also through the vars v is set to and their reads (a loop's next iteration).
+// contract_fma leaves such values unfused, so a kernel's branches, counts and masks come out as an
+// unfused evaluation (NumPy's float32, the GPU backends') of the same operations gives them.
+bool reaches_discrete_use(const Node* v);
+// Whether node u is such a use of its operands.
+bool discrete_use(const Node* u);
+// The values that reach one of `uses` along the edges reaches_discrete_use follows, at any
+// distance: for all values at once (backwards from the uses), where asking each would cost a walk.
+std::unordered_set<const Node*> values_reaching(const std::vector<const Node*>& uses);
+
 // Calls f on n and every node inside it (pre-order).
 void walk_subtree(Node* n, const std::function<void(Node*)>& f);
 

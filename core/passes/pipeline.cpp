@@ -15,9 +15,11 @@
 #include "core/passes/apply_schedule.h"
 #include "core/passes/check_races.h"
 #include "core/passes/check_shapes.h"
+#include "core/passes/contract_fma.h"
 #include "core/passes/cse.h"
 #include "core/passes/dce.h"
 #include "core/passes/form_kernels.h"
+#include "core/passes/fold_reciprocal_powers.h"
 #include "core/passes/forward_copies.h"
 #include "core/passes/fuse_kernels.h"
 #include "core/passes/fuse_loads.h"
@@ -45,6 +47,7 @@ struct Step {
   bool cleanup;
   bool group_lowering = false;  // runs only with PipelineOptions::lower_groups
   bool tiling = false;          // runs only with PipelineOptions::tile_threads
+  bool fusing = false;          // runs only with PipelineOptions::contract_fma
 };
 const std::vector<Step>& steps() {
   static const std::vector<Step> s = {
@@ -70,6 +73,8 @@ const std::vector<Step>& steps() {
       {{"lower_indexing", lower_indexing}, false},
       {{"lower_group_barriers", lower_group_barriers}, false, true},
       {{"cleanup", nullptr}, true},
+      {{"fold_reciprocal_powers", fold_reciprocal_powers}, false},  // after the cleanup that folds share_reciprocals' products
+      {{"contract_fma", contract_fma}, false, false, false, true},  // last of the math: nothing after it rewrites a sum
       {{"hoist_invariants", hoist_invariants}, false},
       {{"split_host", split_host}, false},
   };
@@ -185,7 +190,8 @@ std::vector<PassRecord> run_pipeline(Program& p, const PipelineOptions& opt) {
   };
   bool dirty = true;  // a pass changed the program since the last cleanup group
   for (const Step& s : steps()) {
-    if ((s.group_lowering && !opt.lower_groups) || (s.tiling && !opt.tile_threads)) continue;
+    if ((s.group_lowering && !opt.lower_groups) || (s.tiling && !opt.tile_threads) || (s.fusing && !opt.contract_fma))
+      continue;
     if (!s.cleanup) {
       // EMBER_VERIFY: fuse_loads also checks that its one sweep left nothing a second would fuse.
       const bool check = opt.verify && s.pass.fn == fuse_loads;

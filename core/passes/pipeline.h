@@ -38,6 +38,7 @@ struct PipelineOptions {
   ExplainLog* explain = nullptr;
   bool lower_groups = false;           // run lower_group_barriers (a backend that runs a group per thread)
   bool tile_threads = false;           // run tile_threads (a backend that vectorizes a thread's lanes: CPU)
+  bool contract_fma = false;           // run contract_fma (a backend whose kernels have fused multiply-add: CPU with FMA)
   // Called after every pass (the differential fuzzer interprets the program after those that
   // changed it); `kernels_formed` tells whether fuse_kernels has run.
   std::function<void(const char* pass, Program& p, bool changed, bool kernels_formed)> after_pass;

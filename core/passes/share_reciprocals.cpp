@@ -11,34 +11,8 @@
 namespace ember {
 
 namespace {
-// A quotient that reaches an equality test or a min/max through elementwise float math (the mask
-// x == max(...) of a max reduction's gradient, where x, or -x as a min's gradient compares it, is
-// recomputed in another kernel) must keep the division's rounding: the product by a reciprocal can
-// differ from it in the last bits, and a copy of the same quotient left a lone division elsewhere
-// would then compare unequal (fuzz seed 1360198: min of -(a / d), its gradient NaN). Follows
-// users up to 64 nodes; past that it answers yes.
-bool compared_exactly(const Node* dv) {
-  std::vector<const Node*> todo{dv};
-  std::unordered_set<const Node*> seen{dv};
-  while (!todo.empty()) {
-    const Node* v = todo.back();
-    todo.pop_back();
-    for (const Node* u : v->users) {
-      switch (u->op) {
-        case Op::eq: case Op::ne: case Op::min: case Op::max:
-          return true;
-        default: break;
-      }
-      if (u->dtype != DType::f32 || !has_flag(u->op, F_PURE) || !has_flag(u->op, F_ELEMENTWISE)) continue;
-      if (!seen.insert(u).second) continue;
-      if (seen.size() > 64) return true;
-      todo.push_back(u);
-    }
-  }
-  return false;
-}
 bool shareable(const Node* u, const Node* d) {
-  return u->op == Op::div && u->operand(1) == d && u->operand(0) != d && !compared_exactly(u);
+  return u->op == Op::div && u->operand(1) == d && u->operand(0) != d && !reaches_exact_comparison(u);
 }
 }  // namespace
 

@@ -1,6 +1,9 @@
 #include "core/passes/simplify.h"
 
+#include <algorithm>
 #include <cmath>
+#include <utility>
+#include <vector>
 
 #include "core/ir/builder.h"
 #include "core/ir/eval.h"
@@ -175,6 +178,83 @@ Node* simplify_node(Builder& b, Node* n) {
   return fold_scaling(b, n);
 }
 
+// Var forwarding: a var read where the var certainly holds a known value (its initial value, or
+// the value of its last set before the read in the same or an enclosing block) reads that value
+// instead. From each read, back through its earlier siblings and up through its scopes, to the
+// var's last set or the var itself; it gives up at a scope that sets the var and at a loop around
+// the read that sets it (an earlier iteration may have). The value must be rereadable (not a var)
+// with the var's shape, or a constant (then only for pure readers: a set or store keeps its
+// shape): it is visible wherever the set or the var is, so at the read too. A reduction lowered
+// and unrolled (`acc = 0; acc = acc + x0; ...`) then starts from x0 once simplify folds 0 + x0.
+// Every full simplify does it, for every read of every var, with no distance limit (a
+// sibling scope is one step): cse and dce, which never add a set or remove one of a var still
+// read, leave it nothing to find, so the cleanup's fixed point holds. It runs for each var as
+// simplify's walk reaches it (its reads all come later), so it costs the walks from the reads only.
+class VarForwarding {
+ public:
+  explicit VarForwarding(Program& p) : p_(p) {}
+
+  // Forwards the reads of `var` it can; whether it did.
+  bool forward_reads(Node* var) {
+    changed_ = false;
+    readers_.clear();
+    setting_.clear();
+    for (Node* u : var->users) {
+      if (u->op == Op::set && u->operand(0) == var) {
+        for (const Node* a = u->parent; a && a != var->parent; a = a->parent) setting_.push_back(a);
+      }
+      if (reads(u, var) && (readers_.empty() || readers_.back() != u)) readers_.push_back(u);
+    }
+    for (Node* r : readers_) {
+      Node* x = known_value(r, var);
+      if (!x) continue;
+      const bool pure = has_flag(r->op, F_PURE);
+      if (x->op == Op::constant && !pure) continue;
+      for (int i = r->op == Op::set ? 1 : 0; i < r->num_operands(); ++i)
+        if (r->operand(i) == var) {
+          p_.set_operand(r, i, x);
+          changed_ = true;
+        }
+    }
+    return changed_;
+  }
+
+ private:
+  static bool reads(const Node* u, const Node* var) {
+    if (u->op == Op::set) return u->operand(1) == var;
+    return has_flag(u->op, F_PURE) || u->op == Op::store;
+  }
+
+  bool sets_inside(const Node* scope) const {
+    return std::find(setting_.begin(), setting_.end(), scope) != setting_.end();
+  }
+
+  Node* known_value(const Node* r, Node* var) const {
+    auto usable = [&](Node* x) -> Node* {
+      return rereadable(x) && (x->op == Op::constant || same_shape(x->shape, var->shape)) ? x : nullptr;
+    };
+    for (const Node* at = r;;) {
+      if (!at->prev) {
+        const Node* s = at->parent;
+        if (!s || s->op == Op::kernel || s->op == Op::program) return nullptr;  // the var is not before r here
+        if (s->op == Op::loop && sets_inside(s)) return nullptr;  // unless the var is inside the loop: found first
+        at = s;
+        continue;
+      }
+      at = at->prev;
+      ++node_visit_counter();
+      if (at == var) return usable(var->operand(0));
+      if (at->op == Op::set && at->operand(0) == var) return usable(at->operand(1));
+      if (at->first_child && sets_inside(at)) return nullptr;
+    }
+  }
+
+  Program& p_;
+  bool changed_ = false;
+  std::vector<Node*> readers_;        // of the var at hand
+  std::vector<const Node*> setting_;  // scopes (below the var's) holding a set of it
+};
+
 // Replaces n by what simplify_node gives for it, if anything; whether it did.
 bool simplify_one(Program& p, Builder& b, Node* n) {
   b.set_insert_before(n);
@@ -191,11 +271,15 @@ bool simplify_one(Program& p, Builder& b, Node* n) {
 }  // namespace
 
 bool simplify(Program& p) {
+  VarForwarding forwarding(p);
   Builder b(p);
   bool changed = false;
   // During the walk (no snapshot of the nodes first: one read of each node instead of two). A
   // rewrite makes its nodes before n and erases only n, so the walk sees what a snapshot would.
-  p.for_each([&](Node* n) { changed |= simplify_one(p, b, n); });
+  p.for_each([&](Node* n) {
+    if (n->op == Op::var) changed |= forwarding.forward_reads(n);
+    changed |= simplify_one(p, b, n);
+  });
   return changed;
 }
 

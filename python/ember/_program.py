@@ -540,11 +540,15 @@ class Program:
         self._obj_last = {k: weakref.ref(args[k]) for k in structs}
         return args, leaves
 
-    def _interpret_stages(self, *args, lower_groups=False, tile_threads=False):
+    def _interpret_stages(self, *args, lower_groups=False, tile_threads=False, contract_fma=None):
         """The reference interpreter's results as traced and after every pass that changed the IR
         (the pipeline as a backend with these options runs it): [(stage, [arrays])], each list the
         outputs followed by the tensor arguments after the run; a failing pass or verifier ends
-        the list with ("error:after <pass>", message). Used by the differential fuzzer."""
+        the list with ("error:after <pass>", message). Used by the differential fuzzer.
+        contract_fma (default: tile_threads, i.e. as the CPU backend on a host with FMA) runs
+        contract_fma; the interpreter computes fma in software, whatever this host has."""
+        if contract_fma is None:
+            contract_fma = tile_threads
         if self._has_obj or any(isinstance(s, O.ObjSpec) for _, s in _signature(self.fn)[1]):
             raise _C.Error(f"{self.name}: the reference interpreter does not take Module or optimizer arguments")
         self._trace()
@@ -552,7 +556,8 @@ class Program:
             self._traced_text = None
             self._trace()
         run_args = self._arguments(args, {})
-        return _C.interpret_stages(self._tracer, run_args, lower_groups, tile_threads, self._schedule_text())
+        return _C.interpret_stages(self._tracer, run_args, lower_groups, tile_threads, contract_fma,
+                                   self._schedule_text())
 
     # Schedules.
     def _schedule_text(self):

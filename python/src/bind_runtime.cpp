@@ -268,7 +268,7 @@ void bind_program(py::module_& m) {
 // each: [(stage, [outputs]), ...]. A pass that throws ends the list with ("error:<pass>", message).
 // The differential fuzzer (tests/fuzz) compares the stages with each other and with NumPy.
 py::list interpret_stages(Tracer& tracer, const py::list& args, bool lower_groups, bool tile_threads,
-                          const std::string& schedule) {
+                          bool contract_fma, const std::string& schedule) {
   std::vector<ArgValue> in;
   for (py::handle a : args) {
     if (py::isinstance<HostTensor>(a)) in.push_back(ArgValue::of_tensor(a.cast<HostTensor>()));
@@ -304,6 +304,7 @@ py::list interpret_stages(Tracer& tracer, const py::list& args, bool lower_group
       PipelineOptions opt;
       opt.lower_groups = lower_groups;
       opt.tile_threads = tile_threads;
+      opt.contract_fma = contract_fma;
       opt.after_pass = [&](const char* pass, Program& q, bool changed, bool formed) {
         current = std::string("after ") + pass;
         if (!changed) return;
@@ -331,7 +332,7 @@ void bind_runtime(py::module_& m) {
   bind_tensor(m);
   bind_program(m);
   m.def("interpret_stages", &interpret_stages, py::arg("tracer"), py::arg("args"), py::arg("lower_groups"),
-        py::arg("tile_threads"), py::arg("schedule") = std::string(), "The interpreter's outputs (and inputs after the run) as traced and after "
+        py::arg("tile_threads"), py::arg("contract_fma") = false, py::arg("schedule") = std::string(), "The interpreter's outputs (and inputs after the run) as traced and after "
         "every pass that changed the IR: [(stage, [arrays])]; a failing pass ends it with ('error:<pass>', message).");
 }
 

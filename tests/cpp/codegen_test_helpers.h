@@ -87,8 +87,11 @@ inline void ops_program(Program& p, DType t, const std::vector<Op>& ops) {
   Node* i = b.index(0, s);
   Node* a = ld(b, A, i, s);
   Node* c = ld(b, B, i, s);
-  for (size_t k = 0; k < ops.size(); ++k)
-    st(b, outs[k], i, op_info(ops[k]).arity == 1 ? b.unary(ops[k], a) : b.binary(ops[k], a, c), s);
+  auto apply = [&](Op op) {
+    if (op == Op::fma) return b.fma(a, c, a);
+    return op_info(op).arity == 1 ? b.unary(op, a) : b.binary(op, a, c);
+  };
+  for (size_t k = 0; k < ops.size(); ++k) st(b, outs[k], i, apply(ops[k]), s);
   b.set_insert_end(p.root());
   for (size_t k = 0; k < outs.size(); ++k) b.output(outs[k], static_cast<int>(k));
   finish(p);

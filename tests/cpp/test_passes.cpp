@@ -77,18 +77,19 @@ TEST_P(PassTest, InterpreterAgreesBeforeAndAfterEachPass) {
   }
 }
 
-// The whole pipeline as the GPU backends run it and as the CPU runs it (with tile_threads).
+// The whole pipeline as the GPU backends run it and as the CPU runs it (with tile_threads and
+// contract_fma).
 TEST_P(PassTest, FullPipelineWithVerifier) {
   const TestProgram& tp = GetParam();
   for (bool tiled : {false, true}) {
-    SCOPED_TRACE(tiled ? "with tile_threads" : "without tile_threads");
+    SCOPED_TRACE(tiled ? "with tile_threads and contract_fma" : "without tile_threads");
     std::unique_ptr<Program> p = tp.build();
     std::mt19937 rng(99);
     std::vector<ArgValue> args = random_args(*p, rng, 6);
     std::vector<HostTensor> want = interpret(*p, copy_args(args));
     PipelineOptions opt;
     opt.verify = true;
-    opt.tile_threads = tiled;
+    opt.tile_threads = opt.contract_fma = tiled;
     run_pipeline(*p, opt);
     EXPECT_EQ(compare(want, interpret(*p, copy_args(args))), "");
     int kernels = 0;
@@ -110,7 +111,8 @@ TEST(Pipeline, ListsEveryPassOnce) {
                                    "merge_kernels",
                                    "unroll_small_dims", "unroll_loops", "tile_threads",
                                    "share_reciprocals", "forward_copies",
-                                   "form_kernels", "lower_indexing", "lower_group_barriers", "hoist_invariants",
+                                   "form_kernels", "lower_indexing", "lower_group_barriers",
+                                   "fold_reciprocal_powers", "contract_fma", "hoist_invariants",
                                    "split_host"};
   EXPECT_EQ(names, want);
 }
@@ -197,7 +199,8 @@ TEST(Pipeline, MatmulRunsInRegisterTiles) {
 // The sort's stage loops run on the host: after the pipeline no loop remains inside a kernel,
 // and the result is sorted.
 // simplify folds sign_scaling's signs and power-of-two factors (exactly) into one multiply by a
-// constant per chain, and does not fold through the var that is set in between.
+// constant per chain, and reads the var as the value it holds at each read (B before its set,
+// B + A after it).
 TEST(Simplify, FoldsSignsAndPowerOfTwoFactors) {
   std::unique_ptr<Program> p;
   for (const TestProgram& tp : test_programs())
@@ -222,11 +225,16 @@ TEST(Simplify, FoldsSignsAndPowerOfTwoFactors) {
   std::sort(factors.begin(), factors.end());
   // -(A*(A*-0.5))*0.5*0.25 = (A*A)*0.0625 = s; (B*s)*-4 + B = (B*(A*A))*-0.25 + B;
   // s*(B+B) = (B*(A*A))*0.125 (the product shared by cse); -(A+A) - -B = B + A*-2;
-  // -(-A*B) + A*3 = A*B + A*3. The var: v*0.5 and -v are read before the set, so their
-  // users' factors (4, 2) stay apart: the one negation and the factors 0.5, 4, 2.
-  EXPECT_EQ(negs, 1) << print_program(*p);
-  EXPECT_EQ(factors, (std::vector<float>{-2.0f, -0.25f, 0.125f, 0.5f, 2.0f, 3.0f, 4.0f})) << print_program(*p);
-  EXPECT_EQ(muls, 10) << print_program(*p);
+  // -(-A*B) + A*3 = A*B + A*3. The var: v*0.5 is read before the set, where v is B, so
+  // (v*0.5)*4 = B*2; -v after it, where v is B + A: -(B + A)*2 = (B + A)*-2. No negation left.
+  EXPECT_EQ(negs, 0) << print_program(*p);
+  EXPECT_EQ(factors, (std::vector<float>{-2.0f, -2.0f, -0.25f, 0.125f, 2.0f, 3.0f})) << print_program(*p);
+  EXPECT_EQ(muls, 9) << print_program(*p);
+  int var_reads = 0;
+  p->for_each([&](Node* n) {
+    for (Node* o : n->operands) var_reads += o->op == Op::var && n->op != Op::set;
+  });
+  EXPECT_EQ(var_reads, 0) << print_program(*p);
 }
 
 // cse's one table for all open scopes: thousands of values (the table grows and drops the

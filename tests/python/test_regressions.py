@@ -432,3 +432,26 @@ def test_a_sum_of_negative_zeros_is_negative_zero_everywhere(backend):
     assert got[3].tolist() == [neg, pos, neg]
     assert got[4].tolist() == [neg, neg]                       # no terms, a symbolic extent: -0.0
     assert got[5].tolist() == [pos, pos, pos]                  # no terms, the constant extent 0: +0.0
+
+
+def test_forwarded_var_reads_keep_the_cleanup_at_its_fixed_point(backend, monkeypatch):
+    """Fuzzer, seed 5200856 (minimized), found on the branch that added simplify's var forwarding,
+    before it was merged: an InternalError under EMBER_VERIFY=1 ("simplify changed the program
+    after the cleanup reached its fixed point"). The forwarding then walked back at most 32 nodes
+    from a read to the var's last set; the random draws' hash made the distance 36 until cse merged
+    twins, and only a full simplify, not the one cse leaves to simplify again, saw the shorter
+    walk. Forwarding is now one sweep over the program with no distance limit."""
+    monkeypatch.setenv("EMBER_VERIFY", "1")
+
+    @em.compile
+    def f(a0: em.f32[3, 3, 1], a1: em.f32[3, 3, 1], a2: em.f32[3, 3, 1]):
+        v4 = em.random.rand((3, 3, 1), 0) + a0 + (a1 + a2)
+        return em.sum(v4, axis=(1, 0))
+
+    @em.compile
+    def draws(a0: em.f32[3, 3, 1]):
+        return em.random.rand((3, 3, 1), 0) + 0.0 * a0
+
+    a = np.ones((3, 3, 1), np.float32)
+    want = np.sum(draws(a).numpy().astype(np.float64) + 3.0, axis=(1, 0))
+    np.testing.assert_allclose(f(a, a, a).numpy(), want, rtol=1e-5)
