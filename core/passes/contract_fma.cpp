@@ -2,6 +2,7 @@
 
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "core/analysis/contraction.h"
@@ -45,6 +46,10 @@ void contract(Program& p, Node* u, Node* m, std::vector<Node*>& negs) {
   Node* other = u->operand(m_first ? 1 : 0);
   Node* x = m->operand(0);
   Node* y = m->operand(1);
+  // A constant factor goes second, so 4 * u and u * 4 give one fma (equal kernels stay equal:
+  // the builder orders a product's operands by node, which differs between copies), and c - 4 * u
+  // negates the constant: fma(u, -4, c).
+  if (x->op == Op::constant && y->op != Op::constant) std::swap(x, y);
   Node* f = nullptr;
   Node* neg = nullptr;
   if (u->op == Op::add)
@@ -52,7 +57,8 @@ void contract(Program& p, Node* u, Node* m, std::vector<Node*>& negs) {
   else if (m_first)
     f = b.fma(x, y, neg = b.unary(Op::neg, other));  // a*b - c
   else
-    f = b.fma(neg = b.unary(Op::neg, x), y, other);  // c - a*b
+    f = y->op == Op::constant ? b.fma(x, neg = b.unary(Op::neg, y), other)  // c - a*k
+                              : b.fma(neg = b.unary(Op::neg, x), y, other);   // c - a*b
   if (neg && neg->op == Op::neg) negs.push_back(neg);
   p.replace_all_uses(u, f);
   p.erase(u);

@@ -182,7 +182,8 @@ Node* simplify_node(Builder& b, Node* n) {
 // the value of its last set before the read in the same or an enclosing block) reads that value
 // instead. From each read, back through its earlier siblings and up through its scopes, to the
 // var's last set or the var itself; it gives up at a scope that sets the var and at a loop around
-// the read that sets it (an earlier iteration may have). The value must be rereadable (not a var)
+// the read that sets it (an earlier iteration may have); reads inside a loop that sets the var
+// (the var outside it) stay reads: the loop is an accumulation. The value must be rereadable (not a var)
 // with the var's shape, or a constant (then only for pure readers: a set or store keeps its
 // shape): it is visible wherever the set or the var is, so at the read too. A reduction lowered
 // and unrolled (`acc = 0; acc = acc + x0; ...`) then starts from x0 once simplify folds 0 + x0.
@@ -206,6 +207,7 @@ class VarForwarding {
       if (reads(u, var) && (readers_.empty() || readers_.back() != u)) readers_.push_back(u);
     }
     for (Node* r : readers_) {
+      if (in_carrying_loop(r, var)) continue;
       Node* x = known_value(r, var);
       if (!x) continue;
       const bool pure = has_flag(r->op, F_PURE);
@@ -223,6 +225,16 @@ class VarForwarding {
   static bool reads(const Node* u, const Node* var) {
     if (u->op == Op::set) return u->operand(1) == var;
     return has_flag(u->op, F_PURE) || u->op == Op::store;
+  }
+
+  // Whether r is inside a loop that carries the var (sets it, the var being outside): there the
+  // reads stay reads, so that `v = v + a; v = v + b` in a loop stays a chain of accumulations
+  // (core/analysis/reductions.h), which the CPU's chunked and SIMD sums and the GPU's split
+  // reductions recognize; forwarded, the second read would be the first sum, no longer the var.
+  bool in_carrying_loop(const Node* r, const Node* var) const {
+    for (const Node* a = r->parent; a && a != var->parent; a = a->parent)
+      if (a->op == Op::loop && sets_inside(a)) return true;
+    return false;
   }
 
   bool sets_inside(const Node* scope) const {

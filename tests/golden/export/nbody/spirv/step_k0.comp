@@ -94,80 +94,74 @@ void main() {
     // nbody.py:19: F = em.sum(-d / (r2 * em.sqrt(r2)), axis=1)
     for (int v6k = 0; v6k < p0; v6k = ember_step(v6k, 1, p0)) {
       const int v6 = v6k;
-      // nbody.py:18: r2 = em.sum(d * d, axis=-1, keepdims=True) + 1e-4
-      precise float v7 = (-0.0f);
       // nbody.py:17: d = X[:, None, :] - X[None, :, :]
-      const precise float v8 = uintBitsToFloat(m0[v3]);
-      const int v9 = (v6 * 3);
-      const precise float v10 = uintBitsToFloat(m0[v9]);
-      const precise float v11 = (v8 - v10);
+      const precise float v7 = uintBitsToFloat(m0[v3]);
+      const int v8 = (v6 * 3);
+      const precise float v9 = uintBitsToFloat(m0[v8]);
+      const precise float v10 = (v7 - v9);
       // nbody.py:18: r2 = em.sum(d * d, axis=-1, keepdims=True) + 1e-4
-      const precise float v12 = (v11 * v11);
-      const precise float v13 = (v7 + v12);
-      v7 = v13;
+      const precise float v11 = (v10 * v10);
       // nbody.py:17: d = X[:, None, :] - X[None, :, :]
-      const precise float v14 = uintBitsToFloat(m0[v4]);
-      const int v15 = (v9 + 1);
-      const precise float v16 = uintBitsToFloat(m0[v15]);
-      const precise float v17 = (v14 - v16);
+      const precise float v12 = uintBitsToFloat(m0[v4]);
+      const int v13 = (v8 + 1);
+      const precise float v14 = uintBitsToFloat(m0[v13]);
+      const precise float v15 = (v12 - v14);
       // nbody.py:18: r2 = em.sum(d * d, axis=-1, keepdims=True) + 1e-4
-      const precise float v18 = (v17 * v17);
-      const precise float v19 = (v7 + v18);
-      v7 = v19;
+      const precise float v16 = (v15 * v15);
+      const precise float v17 = (v11 + v16);
       // nbody.py:17: d = X[:, None, :] - X[None, :, :]
-      const precise float v20 = uintBitsToFloat(m0[v5]);
-      const int v21 = (v9 + 2);
-      const precise float v22 = uintBitsToFloat(m0[v21]);
-      const precise float v23 = (v20 - v22);
+      const precise float v18 = uintBitsToFloat(m0[v5]);
+      const int v19 = (v8 + 2);
+      const precise float v20 = uintBitsToFloat(m0[v19]);
+      const precise float v21 = (v18 - v20);
       // nbody.py:18: r2 = em.sum(d * d, axis=-1, keepdims=True) + 1e-4
-      const precise float v24 = (v23 * v23);
-      const precise float v25 = (v7 + v24);
-      v7 = v25;
-      const precise float v26 = (v7 + 9.99999975e-05f);
+      const precise float v22 = (v21 * v21);
+      const precise float v23 = (v17 + v22);
+      const precise float v24 = (v23 + 9.99999975e-05f);
       // nbody.py:19: F = em.sum(-d / (r2 * em.sqrt(r2)), axis=1)
-      const precise float v27 = ember_sqrt(v26);
-      const precise float v28 = (v26 * v27);
-      const precise float v29 = (1.0f / v28);
-      const precise float v30 = (v11 * v29);
-      const precise float v31 = (v17 * v29);
-      const precise float v32 = (v23 * v29);
-      const precise float v33 = (v0 - v30);
-      const precise float v34 = (v1 - v31);
-      const precise float v35 = (v2 - v32);
-      v0 = v33;
-      v1 = v34;
-      v2 = v35;
+      const precise float v25 = ember_sqrt(v24);
+      const precise float v26 = (v24 * v25);
+      const precise float v27 = (1.0f / v26);
+      const precise float v28 = (v10 * v27);
+      const precise float v29 = (v15 * v27);
+      const precise float v30 = (v21 * v27);
+      const precise float v31 = (v0 - v28);
+      const precise float v32 = (v1 - v29);
+      const precise float v33 = (v2 - v30);
+      v0 = v31;
+      v1 = v32;
+      v2 = v33;
     }
     // nbody.py:20: V2 = V + F * dt
-    const precise float v36 = (v0 * p1);
-    const precise float v37 = (v1 * p1);
-    const precise float v38 = (v2 * p1);
-    const int v39 = (c0 * 3);
+    const precise float v34 = (v0 * p1);
+    const precise float v35 = (v1 * p1);
+    const precise float v36 = (v2 * p1);
+    const int v37 = (c0 * 3);
+    const precise float v38 = uintBitsToFloat(m1[v37]);
+    const int v39 = (v37 + 1);
     const precise float v40 = uintBitsToFloat(m1[v39]);
-    const int v41 = (v39 + 1);
+    const int v41 = (v37 + 2);
     const precise float v42 = uintBitsToFloat(m1[v41]);
-    const int v43 = (v39 + 2);
-    const precise float v44 = uintBitsToFloat(m1[v43]);
-    const precise float v45 = (v36 + v40);
-    const precise float v46 = (v37 + v42);
-    const precise float v47 = (v38 + v44);
+    const precise float v43 = (v34 + v38);
+    const precise float v44 = (v35 + v40);
+    const precise float v45 = (v36 + v42);
     // nbody.py:21: return X + V2 * dt, V2
+    const precise float v46 = (v43 * p1);
+    const precise float v47 = (v44 * p1);
     const precise float v48 = (v45 * p1);
-    const precise float v49 = (v46 * p1);
-    const precise float v50 = (v47 * p1);
-    const precise float v51 = uintBitsToFloat(m0[v39]);
-    const precise float v52 = uintBitsToFloat(m0[v41]);
-    const precise float v53 = uintBitsToFloat(m0[v43]);
+    const precise float v49 = uintBitsToFloat(m0[v37]);
+    const precise float v50 = uintBitsToFloat(m0[v39]);
+    const precise float v51 = uintBitsToFloat(m0[v41]);
+    const precise float v52 = (v46 + v49);
+    const precise float v53 = (v47 + v50);
     const precise float v54 = (v48 + v51);
-    const precise float v55 = (v49 + v52);
-    const precise float v56 = (v50 + v53);
     // nbody.py:20: V2 = V + F * dt
-    m2[v39] = floatBitsToUint(v45);
-    m2[v41] = floatBitsToUint(v46);
-    m2[v43] = floatBitsToUint(v47);
+    m2[v37] = floatBitsToUint(v43);
+    m2[v39] = floatBitsToUint(v44);
+    m2[v41] = floatBitsToUint(v45);
     // nbody.py:21: return X + V2 * dt, V2
-    m3[v39] = floatBitsToUint(v54);
-    m3[v41] = floatBitsToUint(v55);
-    m3[v43] = floatBitsToUint(v56);
+    m3[v37] = floatBitsToUint(v52);
+    m3[v39] = floatBitsToUint(v53);
+    m3[v41] = floatBitsToUint(v54);
   }
 }
