@@ -57,8 +57,8 @@ void contract(Program& p, Node* u, Node* m, std::vector<Node*>& negs) {
   else if (m_first)
     f = b.fma(x, y, neg = b.unary(Op::neg, other));  // a*b - c
   else
-    f = y->op == Op::constant ? b.fma(x, neg = b.unary(Op::neg, y), other)  // c - a*k
-                              : b.fma(neg = b.unary(Op::neg, x), y, other);   // c - a*b
+    f = y->op == Op::constant ? b.fma(x, neg = b.unary(Op::neg, y), other)   // c - a*k
+                              : b.fma(neg = b.unary(Op::neg, x), y, other);  // c - a*b
   if (neg && neg->op == Op::neg) negs.push_back(neg);
   p.replace_all_uses(u, f);
   p.erase(u);
