@@ -55,6 +55,9 @@ class Backend {
   // Whether kernels have fused multiply-add instructions, so the pipeline fuses a * b + c into
   // fma (contract_fma).
   virtual bool contracts_fma() const { return false; }
+  // Whether the device has many more threads than a reduction of few outputs has: the pipeline
+  // then spreads such reductions over workgroups (split_reductions). GPU backends.
+  virtual bool splits_reductions() const { return false; }
 };
 
 // "cpu" (always available), "vulkan" (GLSL kernels), "vulkan-hlsl" (the same runtime fed HLSL

@@ -7,6 +7,7 @@
 #include <strings.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -20,6 +21,7 @@
 #include "core/ir/shape.h"
 #include "core/ir/serialize.h"
 #include "core/ir/verifier.h"
+#include "core/passes/split_reductions.h"
 #include "ember/ember.h"
 
 namespace ember {
@@ -88,7 +90,8 @@ std::string program_cache_key(const std::string& digest, const std::string& back
   keyed += '\0' + backend + '\0';
   keyed += opt.lower_groups ? "lower_groups " : "";
   keyed += opt.tile_threads ? "tile_threads " : "";
-  keyed += opt.contract_fma ? "contract_fma" : "";
+  keyed += opt.contract_fma ? "contract_fma " : "";
+  keyed += opt.split_reductions ? "split_reductions " + std::to_string(opt.split_reductions) : "";
   keyed += '\0' + std::string(EMBER_VERSION) + '\0' + std::to_string(kProgramFormatVersion) + '\0' +
            program_schema_id() + '\0' + build_id();
   return "prog-" + content_hash(keyed);
@@ -164,6 +167,9 @@ void CompiledProgram::init_backend(const std::string& backend, const CodegenOpti
   options_.lower_groups = backend_->lowers_groups();
   options_.tile_threads = backend_->tiles_threads();
   options_.contract_fma = backend_->contracts_fma();
+  options_.split_reductions = backend_->splits_reductions() ? kSplitMinTrips : 0;
+  const char* s = std::getenv("EMBER_SPLIT_REDUCTIONS");  // the fuzzer: every loop it can
+  if (s && *s && options_.split_reductions) options_.split_reductions = std::max<int64_t>(1, std::atoll(s));
 }
 
 CompiledProgram::CompiledProgram(std::unique_ptr<Program> traced, const std::string& backend,

@@ -181,6 +181,7 @@ class CudaBackend : public Backend {
 
   const char* name() const override { return "cuda"; }
   bool lowers_groups() const override { return false; }  // one block per group
+  bool splits_reductions() const override { return true; }
 
   std::string source(const Program& p, const CodegenOptions& o) override {
     return generate_kernels(p, cuda_dialect(fast_math(o)));

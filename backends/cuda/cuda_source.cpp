@@ -2,6 +2,7 @@
 #include "backends/cuda/cuda.h"
 #include "codegen/c_printer.h"
 #include "codegen/kernel_signature.h"
+#include "core/passes/split_reductions.h"
 #include <cstdlib>
 
 namespace ember::cuda {
@@ -12,6 +13,7 @@ PipelineOptions pipeline_options() {
   opt.verify = v && *v && *v != '0';
   opt.lower_groups = false;
   opt.tile_threads = false;
+  opt.split_reductions = kSplitMinTrips;
   return opt;
 }
 

@@ -24,6 +24,7 @@ class OpenGLBackend : public Backend {
   const char* name() const override { return "opengl"; }
   // Workgroups run natively, as on Vulkan (the same glsl dialect).
   bool lowers_groups() const override { return false; }
+  bool splits_reductions() const override { return true; }
 
   std::string source(const Program& p, const CodegenOptions& o) override {
     const KernelClasses classes = group_kernels(p);

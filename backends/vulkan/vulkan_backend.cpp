@@ -25,6 +25,7 @@ class VulkanBackend : public Backend {
   const char* name() const override { return lang_ == Language::hlsl ? "vulkan-hlsl" : "vulkan"; }
   // Workgroups run natively: a group is a workgroup, group buffers its shared memory.
   bool lowers_groups() const override { return false; }
+  bool splits_reductions() const override { return true; }
 
   std::string source(const Program& p, const CodegenOptions& o) override {
     const KernelClasses classes = group_kernels(p);

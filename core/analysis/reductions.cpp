@@ -15,15 +15,15 @@ void each_inside(const Node* scope, const std::function<void(const Node*)>& f) {
   }
 }
 
-bool reorderable(Op op, DType t) {
+bool reorderable(Op op, DType t, const ReductionOptions& o) {
   if (op == Op::add || op == Op::mul) return t == DType::f32 || t == DType::i32 || t == DType::u32;
-  if (op == Op::min || op == Op::max) return t == DType::i32 || t == DType::u32;
+  if (op == Op::min || op == Op::max) return t == DType::i32 || t == DType::u32 || (o.float_extrema && t == DType::f32);
   return false;
 }
 
 }  // namespace
 
-std::vector<ReductionVar> reduction_vars(const Node* loop) {
+std::vector<ReductionVar> reduction_vars(const Node* loop, const ReductionOptions& o) {
   std::vector<ReductionVar> out;
   std::unordered_set<const Node*> accumulation;  // the accumulating sets and their values
   bool ok = loop->op == Op::loop;
@@ -44,7 +44,8 @@ std::vector<ReductionVar> reduction_vars(const Node* loop) {
                      (v->dtype == DType::f32 || v->dtype == DType::i32 || v->dtype == DType::u32);
     bool fuses = value->op == Op::fma && value->operand(2) == v && value->operand(0) != v && value->operand(1) != v;
     bool shape_ok =
-        n->parent == loop && (reorderable(value->op, v->dtype) || subtracts || fuses) && value->parent == loop;
+        (n->parent == loop || o.nested) && (reorderable(value->op, v->dtype, o) || subtracts || fuses) &&
+        value->parent == n->parent;
     bool reads_acc = shape_ok && (fuses || (value->operand(0) == v) != (value->operand(1) == v));
     if (!reads_acc) { ok = false; return; }
     for (const Node* u : value->users)

@@ -31,6 +31,7 @@
 #include "core/passes/parallelize_host_loops.h"
 #include "core/passes/reduce_atomics.h"
 #include "core/passes/share_reciprocals.h"
+#include "core/passes/split_reductions.h"
 #include "core/passes/simplify.h"
 #include "core/passes/split_host.h"
 #include "core/passes/tile_threads.h"
@@ -48,7 +49,12 @@ struct Step {
   bool group_lowering = false;  // runs only with PipelineOptions::lower_groups
   bool tiling = false;          // runs only with PipelineOptions::tile_threads
   bool fusing = false;          // runs only with PipelineOptions::contract_fma
+  bool splitting = false;       // runs only with PipelineOptions::split_reductions
 };
+// The options of the run_pipeline call in progress on this thread (for the steps that take one).
+thread_local const PipelineOptions* t_options = nullptr;
+bool split_reductions_step(Program& p) { return split_reductions(p, t_options->split_reductions); }
+
 const std::vector<Step>& steps() {
   static const std::vector<Step> s = {
       {{"check_shapes", check_shapes}, false},
@@ -70,6 +76,7 @@ const std::vector<Step>& steps() {
       {{"share_reciprocals", share_reciprocals}, false},
       {{"forward_copies", forward_copies}, false},
       {{"form_kernels", form_kernels}, false},
+      {{"split_reductions", split_reductions_step}, false, false, false, false, true},  // GPU: few-output reductions over workgroups
       {{"lower_indexing", lower_indexing}, false},
       {{"lower_group_barriers", lower_group_barriers}, false, true},
       {{"cleanup", nullptr}, true},
@@ -119,6 +126,11 @@ std::vector<PassRecord> run_pipeline(Program& p, const PipelineOptions& opt) {
     explicit LogScope(ExplainLog* l) : saved(explain_log()) { explain_log() = l; }
     ~LogScope() { explain_log() = saved; }
   } log_scope(opt.explain);
+  struct OptionsScope {
+    const PipelineOptions* saved;
+    explicit OptionsScope(const PipelineOptions* o) : saved(t_options) { t_options = o; }
+    ~OptionsScope() { t_options = saved; }
+  } options_scope(&opt);
   // The passes' walks go over the cached order while nothing is linked (Program::set_walk_cache);
   // EMBER_DEBUG=array_walks: at every size (the fuzzer's programs are small).
   struct WalkCacheScope {
@@ -190,7 +202,8 @@ std::vector<PassRecord> run_pipeline(Program& p, const PipelineOptions& opt) {
   };
   bool dirty = true;  // a pass changed the program since the last cleanup group
   for (const Step& s : steps()) {
-    if ((s.group_lowering && !opt.lower_groups) || (s.tiling && !opt.tile_threads) || (s.fusing && !opt.contract_fma))
+    if ((s.group_lowering && !opt.lower_groups) || (s.tiling && !opt.tile_threads) || (s.fusing && !opt.contract_fma) ||
+        (s.splitting && opt.split_reductions == 0))
       continue;
     if (!s.cleanup) {
       // EMBER_VERIFY: fuse_loads also checks that its one sweep left nothing a second would fuse.

@@ -39,6 +39,10 @@ struct PipelineOptions {
   bool lower_groups = false;           // run lower_group_barriers (a backend that runs a group per thread)
   bool tile_threads = false;           // run tile_threads (a backend that vectorizes a thread's lanes: CPU)
   bool contract_fma = false;           // run contract_fma (a backend whose kernels have fused multiply-add: CPU with FMA)
+  // run split_reductions (a GPU: a reduction into few outputs runs over workgroups) on loops of at
+  // least this many trips (a trip count known only at run time always qualifies); 0: off.
+  // Backends: kSplitMinTrips; EMBER_SPLIT_REDUCTIONS=<trips> sets it (the fuzzer: 1).
+  int64_t split_reductions = 0;
   // Called after every pass (the differential fuzzer interprets the program after those that
   // changed it); `kernels_formed` tells whether fuse_kernels has run.
   std::function<void(const char* pass, Program& p, bool changed, bool kernels_formed)> after_pass;

@@ -540,13 +540,15 @@ class Program:
         self._obj_last = {k: weakref.ref(args[k]) for k in structs}
         return args, leaves
 
-    def _interpret_stages(self, *args, lower_groups=False, tile_threads=False, contract_fma=None):
+    def _interpret_stages(self, *args, lower_groups=False, tile_threads=False, contract_fma=None, split_reductions=0):
         """The reference interpreter's results as traced and after every pass that changed the IR
         (the pipeline as a backend with these options runs it): [(stage, [arrays])], each list the
         outputs followed by the tensor arguments after the run; a failing pass or verifier ends
         the list with ("error:after <pass>", message). Used by the differential fuzzer.
         contract_fma (default: tile_threads, i.e. as the CPU backend on a host with FMA) runs
-        contract_fma; the interpreter computes fma in software, whatever this host has."""
+        contract_fma; the interpreter computes fma in software, whatever this host has.
+        split_reductions: the minimum trip count of the loops split_reductions splits (0: off; the
+        GPU backends run it with 2048)."""
         if contract_fma is None:
             contract_fma = tile_threads
         if self._has_obj or any(isinstance(s, O.ObjSpec) for _, s in _signature(self.fn)[1]):
@@ -557,7 +559,7 @@ class Program:
             self._trace()
         run_args = self._arguments(args, {})
         return _C.interpret_stages(self._tracer, run_args, lower_groups, tile_threads, contract_fma,
-                                   self._schedule_text())
+                                   self._schedule_text(), split_reductions)
 
     # Schedules.
     def _schedule_text(self):

@@ -268,7 +268,7 @@ void bind_program(py::module_& m) {
 // each: [(stage, [outputs]), ...]. A pass that throws ends the list with ("error:<pass>", message).
 // The differential fuzzer (tests/fuzz) compares the stages with each other and with NumPy.
 py::list interpret_stages(Tracer& tracer, const py::list& args, bool lower_groups, bool tile_threads,
-                          bool contract_fma, const std::string& schedule) {
+                          bool contract_fma, const std::string& schedule, int64_t split_reductions) {
   std::vector<ArgValue> in;
   for (py::handle a : args) {
     if (py::isinstance<HostTensor>(a)) in.push_back(ArgValue::of_tensor(a.cast<HostTensor>()));
@@ -305,6 +305,7 @@ py::list interpret_stages(Tracer& tracer, const py::list& args, bool lower_group
       opt.lower_groups = lower_groups;
       opt.tile_threads = tile_threads;
       opt.contract_fma = contract_fma;
+      opt.split_reductions = split_reductions;
       opt.after_pass = [&](const char* pass, Program& q, bool changed, bool formed) {
         current = std::string("after ") + pass;
         if (!changed) return;
@@ -332,7 +333,8 @@ void bind_runtime(py::module_& m) {
   bind_tensor(m);
   bind_program(m);
   m.def("interpret_stages", &interpret_stages, py::arg("tracer"), py::arg("args"), py::arg("lower_groups"),
-        py::arg("tile_threads"), py::arg("contract_fma") = false, py::arg("schedule") = std::string(), "The interpreter's outputs (and inputs after the run) as traced and after "
+        py::arg("tile_threads"), py::arg("contract_fma") = false, py::arg("schedule") = std::string(),
+        py::arg("split_reductions") = 0, "The interpreter's outputs (and inputs after the run) as traced and after "
         "every pass that changed the IR: [(stage, [arrays])]; a failing pass ends it with ('error:<pass>', message).");
 }
 

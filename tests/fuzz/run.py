@@ -23,7 +23,10 @@ from . import gen, gen_race, grad as G
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 GPU = ("vulkan", "vulkan-hlsl", "opengl", "cuda")  # GPU-class math tolerances
-STAGE_CONFIGS = (("cpu-pipeline", True, True), ("gpu-pipeline", False, False))
+# (name, lower_groups, tile_threads, split_reductions): the pipeline as the CPU and the GPU backends
+# run it, the GPU one splitting every reduction loop it can (the backends do from 2048 trips; the
+# fuzzer runs them with EMBER_SPLIT_REDUCTIONS=1 so that its small programs are split too).
+STAGE_CONFIGS = (("cpu-pipeline", True, True, 0), ("gpu-pipeline", False, False, 1))
 SAFETY = 2.0
 NPDT = {"f32": np.float32, "i32": np.int32, "u32": np.uint32, "bool": np.bool_}
 
@@ -99,11 +102,11 @@ def run_program(prog, backends, stages=True, progress=None, info=None):
     os.environ.setdefault("EMBER_VERIFY", "1")
     fails = []
     if stages:
-        for cfg, lg, tt in STAGE_CONFIGS:
+        for cfg, lg, tt, sr in STAGE_CONFIGS:
             where = f"interp:{cfg}"
             progress and progress(where)
             try:
-                st = load(prog)._interpret_stages(*prog.inputs(), lower_groups=lg, tile_threads=tt)
+                st = load(prog)._interpret_stages(*prog.inputs(), lower_groups=lg, tile_threads=tt, split_reductions=sr)
             except Exception as e:
                 c, msg = classify_exc(em, e)
                 fails.append({"where": where, "cls": c, "msg": msg})
@@ -200,11 +203,11 @@ def run_grad(prog, backends, stages=True, progress=None, info=None):
     n = 1 + len(gp.wrt)
     fails = []
     if stages:
-        for cfg, lg, tt in STAGE_CONFIGS:
+        for cfg, lg, tt, sr in STAGE_CONFIGS:
             where = f"interp:{cfg}"
             progress and progress(where)
             try:
-                st = load(gp)._interpret_stages(*gp.inputs(), lower_groups=lg, tile_threads=tt)
+                st = load(gp)._interpret_stages(*gp.inputs(), lower_groups=lg, tile_threads=tt, split_reductions=sr)
             except Exception as e:
                 c, msg = classify_exc(em, e)
                 fails.append({"where": where, "cls": c, "msg": msg})
@@ -327,6 +330,9 @@ class Worker:
         env["PYTHONPATH"] = os.path.join(build, "python") + os.pathsep + REPO
         env.setdefault("EMBER_CACHE_DIR", os.path.join(build, "fuzz-cache"))
         env.setdefault("EMBER_VERIFY", "1")
+        # The GPU backends split every reduction loop they can (split_reductions), not only those
+        # of 2048 trips or more: the fuzzer's programs are small.
+        env.setdefault("EMBER_SPLIT_REDUCTIONS", "1")
         # One compiler process at a time per worker (--jobs sets the parallelism): a batch's kernels
         # are one translation unit; the memory cache holds a batch's kernels and its GPU shaders.
         env.setdefault("EMBER_COMPILE_JOBS", "1")
