@@ -51,9 +51,10 @@ struct Step {
   bool fusing = false;          // runs only with PipelineOptions::contract_fma
   bool splitting = false;       // runs only with PipelineOptions::split_reductions
 };
-// The options of the run_pipeline call in progress on this thread (for the steps that take one).
+// The options of the run_pipeline call in progress on this thread (for the steps that take one;
+// a pass called alone, as tests call each of pipeline_passes(), runs with none: off).
 thread_local const PipelineOptions* t_options = nullptr;
-bool split_reductions_step(Program& p) { return split_reductions(p, t_options->split_reductions); }
+bool split_reductions_step(Program& p) { return t_options && split_reductions(p, t_options->split_reductions); }
 
 const std::vector<Step>& steps() {
   static const std::vector<Step> s = {

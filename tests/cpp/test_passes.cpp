@@ -111,7 +111,7 @@ TEST(Pipeline, ListsEveryPassOnce) {
                                    "merge_kernels",
                                    "unroll_small_dims", "unroll_loops", "tile_threads",
                                    "share_reciprocals", "forward_copies",
-                                   "form_kernels", "lower_indexing", "lower_group_barriers",
+                                   "form_kernels", "split_reductions", "lower_indexing", "lower_group_barriers",
                                    "fold_reciprocal_powers", "contract_fma", "hoist_invariants",
                                    "split_host"};
   EXPECT_EQ(names, want);
