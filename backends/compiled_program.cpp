@@ -168,8 +168,10 @@ void CompiledProgram::init_backend(const std::string& backend, const CodegenOpti
   options_.tile_threads = backend_->tiles_threads();
   options_.contract_fma = backend_->contracts_fma();
   options_.split_reductions = backend_->splits_reductions() ? kSplitMinTrips : 0;
-  const char* s = std::getenv("EMBER_SPLIT_REDUCTIONS");  // the fuzzer: every loop it can
-  if (s && *s && options_.split_reductions) options_.split_reductions = std::max<int64_t>(1, std::atoll(s));
+  // EMBER_SPLIT_REDUCTIONS=<trips>: the loops it splits from (the fuzzer: 1, every loop it can);
+  // 0: none (one thread per output, as before the pass; tests that count kernels).
+  const char* s = std::getenv("EMBER_SPLIT_REDUCTIONS");
+  if (s && *s && options_.split_reductions) options_.split_reductions = std::max<int64_t>(0, std::atoll(s));
 }
 
 CompiledProgram::CompiledProgram(std::unique_ptr<Program> traced, const std::string& backend,

@@ -41,7 +41,7 @@ struct PipelineOptions {
   bool contract_fma = false;           // run contract_fma (a backend whose kernels have fused multiply-add: CPU with FMA)
   // run split_reductions (a GPU: a reduction into few outputs runs over workgroups) on loops of at
   // least this many trips (a trip count known only at run time always qualifies); 0: off.
-  // Backends: kSplitMinTrips; EMBER_SPLIT_REDUCTIONS=<trips> sets it (the fuzzer: 1).
+  // Backends: kSplitMinTrips; EMBER_SPLIT_REDUCTIONS=<trips> sets it (the fuzzer: 1; 0: off).
   int64_t split_reductions = 0;
   // Called after every pass (the differential fuzzer interprets the program after those that
   // changed it); `kernels_formed` tells whether fuse_kernels has run.

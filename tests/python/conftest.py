@@ -64,6 +64,15 @@ def backend(request):
 
 
 @pytest.fixture
+def no_split_reductions(monkeypatch):
+    """Programs compiled in the test keep a reduction into few outputs in one thread per output on
+    the GPU backends (EMBER_SPLIT_REDUCTIONS=0), for tests that count kernels or fusion decisions
+    made before split_reductions adds its stage kernels (tests/python/test_split_reductions.py
+    tests the pass)."""
+    monkeypatch.setenv("EMBER_SPLIT_REDUCTIONS", "0")
+
+
+@pytest.fixture
 def rng():
     """A seeded generator so failures reproduce."""
     import numpy as np

@@ -27,6 +27,8 @@ import pytest
 import ember as em
 
 REPO = Path(__file__).resolve().parents[2]
+# The counts below are fusion's and the kernel cache's: without split_reductions' stage kernels.
+pytestmark = pytest.mark.usefixtures("no_split_reductions")
 BUILD = Path(os.environ.get("EMBER_BUILD_DIR") or REPO / "build").resolve()
 
 

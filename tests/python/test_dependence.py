@@ -106,7 +106,7 @@ def test_disjoint_elements_fuse(rng, backend):
 
 
 @pytest.mark.parametrize("shift", [0, 1])
-def test_snapshot_recomputed_in_in_place_update(rng, backend, shift):
+def test_snapshot_recomputed_in_in_place_update(rng, backend, shift, no_split_reductions):
     """An in-place update that reads a value computed from the memory it writes earlier (Adam's
     p -= lr * m / (sqrt(v) + eps) reads p as it was): the value is recomputed in the update's
     kernel when each thread reads and writes only its own element (2 kernels, no snapshot

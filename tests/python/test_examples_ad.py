@@ -195,7 +195,7 @@ def _mlp_grads64(x, y, W1, b1, W2, b2):
     return x.T @ dhp, dhp.sum(0), h.T @ dz, dz.sum(0)
 
 
-def test_mlp_cross_entropy_gradients(backend):
+def test_mlp_cross_entropy_gradients(backend, no_split_reductions):
     """B = 32: loss and the four gradients against float64 backpropagation (errors relative to each
     gradient's largest element: gradcheck's 1e-4 on cpu, 1e-3 on the GPU dialects), and against
     float64 central differences of the loss on six elements of each parameter. Compiles to 11

@@ -180,7 +180,9 @@ def test_energy_and_its_gradient_keep_no_pair_buffer(backend, rng):
     E, G = _energy_and_grad(X)
     st = _energy_and_grad.stats
     assert all("N, N" not in s for s in st["buffer_shapes"]), st["buffer_shapes"]
-    assert st["buffer_shapes"] and all(s in ("[]", "[N, 3]") for s in st["buffer_shapes"]), st["buffer_shapes"]
+    # [%k]: the partials of a split reduction on a GPU backend (split_reductions), at most 1024.
+    assert st["buffer_shapes"] and all(s in ("[]", "[N, 3]") or re.fullmatch(r"\[%\d+\]", s)
+                                       for s in st["buffer_shapes"]), st["buffer_shapes"]
     x = X.astype(np.float64)
     d = x[:, None, :] - x[None, :, :]
     r = np.sqrt(np.sum(d * d, axis=-1) + np.float32(1e-2))
