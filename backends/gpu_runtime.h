@@ -32,12 +32,13 @@ Context& process_context(void (*create)(Context&)) {
   };
   static Holder* h = new Holder;  // never destroyed
   std::call_once(h->once, [&] {
-    auto* c = new Context;  // never destroyed
+    auto* c = new Context;  // never destroyed once made
     try {
       create(*c);
       h->ctx = c;
     } catch (const std::exception& e) {
       h->error = e.what();
+      delete c;  // a backend that could not start (no driver) keeps only its reason
     }
   });
   if (!h->ctx) throw BackendError(h->error);
