@@ -5,7 +5,10 @@
 #include "backends/cuda/cuda.h"
 #include "backends/cuda/cuda_memory.h"
 #include "backends/cuda/cuda_nvrtc.h"
+#include "codegen/c_printer.h"
+#include "codegen/kernel_signature.h"
 #include "bindings.h"
+#include "core/ir/printer.h"
 #include "core/trace/tracer.h"
 #ifdef EMBER_WITH_OPENGL
 #include "backends/opengl/opengl.h"
@@ -52,6 +55,18 @@ void bind_backends(py::module_& m) {
   }, py::arg("tracer"), py::arg("fast_math") = false,
      "[(symbol, text)]: the tracer's program lowered as the cuda backend does, its distinct kernels in the cuda "
      "dialect (with the builtin math functions when `fast_math`).");
+  m.def("_cuda_ir", [](Tracer& tracer) {
+    py::gil_scoped_release nogil;
+    std::unique_ptr<Program> p = cuda::lower(tracer.program());
+    KernelClasses classes = group_kernels(*p);
+    std::vector<DistinctKernel> distinct = generate_distinct_kernels(classes, cuda_dialect(false));
+    std::vector<std::string> symbols;
+    for (size_t i = 0; i < classes.kernels.size(); ++i) symbols.push_back(distinct[classes.class_of[i]].code.symbol);
+    return std::make_pair(print_program(*p), symbols);
+  }, py::arg("tracer"),
+     "(IR text, [symbol]): the tracer's program lowered as the cuda backend does, printed, and the symbol of "
+     "each kernel's _cuda_kernels text in program order (bench/gpu_model.py counts the IR's loads, stores and "
+     "float operations).");
   m.def("_cuda_buffer_device", [](uintptr_t data) { return cuda::buffer_device(reinterpret_cast<const void*>(data)); },
         py::arg("data"), "The CUDA device of a tensor's memory (its _data_ptr) when the cuda backend owns it, else -1.");
   m.def("_cuda_synchronize", [] {
