@@ -174,7 +174,18 @@ NP_PRELUDE = '''import numpy as np
 
 
 def clip(k, n):
+    if isinstance(k, (int, np.integer)) and not isinstance(k, bool):  # np.clip of a scalar costs ~20 us
+        v = k if k > 0 else 0
+        return type(k)(v if v < n - 1 else n - 1)
     return np.clip(k, 0, n - 1)
+
+
+def fclip(x, lo, hi):
+    """np.clip(x, lo, hi), faster on a float scalar (NaN stays NaN: max and min keep their first
+    argument when a comparison is false)."""
+    if isinstance(x, (float, np.floating)):
+        return type(x)(min(max(x, lo), hi))
+    return np.clip(x, lo, hi)
 
 
 def zsum(x, axis=None, keepdims=False):
@@ -626,7 +637,7 @@ class Gen(IslBlocks):
             return self.op("{0} % {1}", "np.mod({0}, {1})", "E.fmod({o}, {0}, {e0}, {1}, {e1})", "f32", sh, a, b)
         if name == "pow":
             a = self.op("em.abs({0}) + 0.5", "np.abs({0}) + 0.5", ABS_HALF_ERR, "f32", a.shape, a)
-            b = self.op("em.clamp({0}, -3.0, 3.0)", "np.clip({0}, -3.0, 3.0)", "E.clampk({o}, {0}, {e0}, -3.0, 3.0)",
+            b = self.op("em.clamp({0}, -3.0, 3.0)", "fclip({0}, -3.0, 3.0)", "E.clampk({o}, {0}, {e0}, -3.0, 3.0)",
                         "f32", b.shape, b)
             self.feat("clamp")
             t = "{0} ** {1}" if c.coin(0.5) else "em.pow({0}, {1})"
@@ -668,7 +679,7 @@ class Gen(IslBlocks):
             x = self.op("em.abs({0}) + 0.5", "np.abs({0}) + 0.5", ABS_HALF_ERR, "f32", x.shape, x)
         elif pre:
             lim = {"clamp8": "8.0", "clamp20": "20.0", "clamp1": "1.1875", "unit": "0.875", "clamp5": "5.0"}[pre]
-            x = self.op(f"em.clamp({{0}}, -{lim}, {lim})", f"np.clip({{0}}, -{lim}, {lim})",
+            x = self.op(f"em.clamp({{0}}, -{lim}, {lim})", f"fclip({{0}}, -{lim}, {lim})",
                         f"E.clampk({{o}}, {{0}}, {{e0}}, -{lim}, {lim})",
                         "f32", x.shape, x)
             self.feat("clamp")
@@ -690,7 +701,7 @@ class Gen(IslBlocks):
         x = self.expr("f32", shape, depth - 1)
         if name == "clamp":
             lo, hi = c.choice([("-1.0", "1.0"), ("0.0", "2.0"), ("-0.5", "0.25")])
-            return self.op(f"em.clamp({{0}}, {lo}, {hi})", f"np.clip({{0}}, {lo}, {hi})",
+            return self.op(f"em.clamp({{0}}, {lo}, {hi})", f"fclip({{0}}, {lo}, {hi})",
                            f"E.clampk({{o}}, {{0}}, {{e0}}, {lo}, {hi})", "f32",
                            x.shape, x)
         if name == "step":

@@ -55,16 +55,34 @@ def _takes_objects(prog):
     return any(isinstance(s, ObjSpec) for _, s in _signature(prog.fn)[1])
 
 
-def check_example_kernels(tmp_path, source, suffix, command, first_line="", validator_lacks=()):
-    """Every kernel of every example program, as `source(prog)` prints it, through glslangValidator
-    (`command(path, symbol)`: its command line); each shader's first line holds `first_line`.
+def _failed_programs(log, where):
+    """The example programs (where: file name -> program) whose files a validator log reports errors
+    for: glslc names the file on each error line, glslangValidator prints each file's name on a line
+    before that file's messages."""
+    failed, current = set(), None
+    for line in log.splitlines():
+        name = line.split(":")[0].strip()
+        if line.strip() in where:
+            current = line.strip()
+        elif name in where and "error" in line.lower():
+            failed.add(where[name])
+        elif line.startswith("ERROR") and current:
+            failed.add(where[current])
+    return sorted(failed)
+
+
+def check_example_kernels(tmp_path, source, suffix, commands, first_line="", validator_lacks=()):
+    """Every kernel of every example program, as `source(prog)` prints it, through an offline
+    compiler: `commands(files)` gives the command lines for the [(path, symbol)] written (one
+    process for many files where the tool compiles each file apart: a glslang process spends ~200 ms
+    setting up before its first shader); each shader's first line holds `first_line`.
     Shaders that enable an extension in `validator_lacks` (glslangValidator 12 does not know
     GL_NV_shader_atomic_float, which the OpenGL backend uses for float atomic adds where the driver
     has it) are left to the driver's compiler, which the examples' runs on that backend exercise."""
     if not shutil.which("glslangValidator"):
         pytest.skip("glslangValidator is not installed (Debian: glslang-tools)")
     from test_examples import example
-    checked = 0
+    files, where = [], {}
     for name in EXAMPLE_PROGRAMS:
         mod = example(name)
         for attr, prog in vars(mod).items():
@@ -76,10 +94,13 @@ def check_example_kernels(tmp_path, source, suffix, command, first_line="", vali
                     continue
                 path = tmp_path / f"{symbol}.{suffix}"
                 path.write_text(shader)
-                proc = subprocess.run(command(path, symbol), capture_output=True, text=True)
-                assert proc.returncode == 0, f"{name}.{attr} {symbol}:\n{proc.stdout}{proc.stderr}"
-                checked += 1
-    assert checked >= len(EXAMPLE_PROGRAMS)
+                files.append((path, symbol))
+                where[path.name] = f"{name}.{attr}"
+    for cmd in commands(files):
+        proc = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, cwd=tmp_path)
+        assert proc.returncode == 0, (f"{' '.join(map(str, cmd[:4]))} ... failed on "
+                                      f"{_failed_programs(proc.stdout + proc.stderr, where)}:\n{proc.stdout}{proc.stderr}")
+    assert len(files) >= len(EXAMPLE_PROGRAMS)
 
 
 def check_inputs_written_back_and_results_stay_on_the_device():

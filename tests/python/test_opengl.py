@@ -165,7 +165,7 @@ def test_float_atomics_native_and_compare_and_swap(gl):
 def test_every_example_kernel_passes_glslang_validator(gl, tmp_path):
     """Each example's kernels exactly as the OpenGL backend gives them to the driver."""
     check_example_kernels(tmp_path, lambda prog: prog.source(), "comp",
-                          lambda path, symbol: ["glslangValidator", str(path)], first_line="dialect, OpenGL",
+                          lambda files: [["glslangValidator", *(path for path, _ in files)]], first_line="dialect, OpenGL",
                           validator_lacks=("GL_NV_shader_atomic_float",))
 
 
