@@ -10,6 +10,7 @@
 
 #include "core/interp/interp.h"
 #include "core/ir/node.h"
+#include "core/target/target.h"
 
 namespace ember {
 
@@ -46,18 +47,8 @@ class Backend {
   virtual std::string source(const Program& p, const CodegenOptions& o) = 0;
   // Compiles (or fetches from the cache) every kernel of `p` and returns their dispatcher.
   virtual std::unique_ptr<KernelRunner> compile(const Program& p, CompileInfo& info) = 0;
-  // Whether one thread runs a whole workgroup, so the pipeline lowers barriers away
-  // (lower_group_barriers) before code generation.
-  virtual bool lowers_groups() const { return false; }
-  // Whether a thread's independent lanes become SIMD code, so the pipeline gives each thread a
-  // register tile of elements (tile_threads).
-  virtual bool tiles_threads() const { return false; }
-  // Whether kernels have fused multiply-add instructions, so the pipeline fuses a * b + c into
-  // fma (contract_fma).
-  virtual bool contracts_fma() const { return false; }
-  // Whether the device has many more threads than a reduction of few outputs has: the pipeline
-  // then spreads such reductions over workgroups (split_reductions). GPU backends.
-  virtual bool splits_reductions() const { return false; }
+  // The device the kernels run on and the lowering the pipeline does for it (core/target/target.h).
+  virtual const TargetInfo& target() const = 0;
 };
 
 // "cpu" (always available), "vulkan" (GLSL kernels), "vulkan-hlsl" (the same runtime fed HLSL

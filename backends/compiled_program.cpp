@@ -21,7 +21,6 @@
 #include "core/ir/shape.h"
 #include "core/ir/serialize.h"
 #include "core/ir/verifier.h"
-#include "core/passes/split_reductions.h"
 #include "ember/ember.h"
 
 namespace ember {
@@ -159,15 +158,12 @@ void save_program(const std::string& key, const Program& p) {
 void CompiledProgram::init_backend(const std::string& backend, const CodegenOptions& codegen) {
   backend_name_ = resolve_backend(backend);
   backend_ = make_backend(backend_name_);
-  const char* v = std::getenv("EMBER_VERIFY");
-  options_.verify = v && *v && *v != '0';
   codegen_ = codegen;
   const char* f = std::getenv("EMBER_FAST_MATH");
   if (f && *f && *f != '0') codegen_.fast_math = true;
-  options_.lower_groups = backend_->lowers_groups();
-  options_.tile_threads = backend_->tiles_threads();
-  options_.contract_fma = backend_->contracts_fma();
-  options_.split_reductions = backend_->splits_reductions() ? kSplitMinTrips : 0;
+  options_ = pipeline_options(backend_->target());
+  const char* v = std::getenv("EMBER_VERIFY");
+  options_.verify = v && *v && *v != '0';
   // EMBER_SPLIT_REDUCTIONS=<trips>: the loops it splits from (the fuzzer: 1, every loop it can);
   // 0: none (one thread per output, as before the pass; tests that count kernels).
   const char* s = std::getenv("EMBER_SPLIT_REDUCTIONS");
@@ -254,14 +250,6 @@ void CompiledProgram::compile_kernels(const std::string& link) {
 
 namespace {
 
-// The API whose kernel interface the backend binds (the plan's ABI; the executor passes only the
-// kernels' own params, the backend adds its header words).
-KernelApi backend_api(const std::string& backend) {
-  if (backend == "vulkan") return KernelApi::vulkan_glsl;
-  if (backend == "vulkan-hlsl") return KernelApi::vulkan_hlsl;
-  if (backend == "opengl") return KernelApi::opengl;
-  return KernelApi::cpp;  // cpu, and cuda: the kernel's own param words (its runner builds EmberArgs)
-}
 
 bool host_plan_enabled() {
   const char* e = std::getenv("EMBER_HOST_PLAN");
@@ -296,7 +284,7 @@ void CompiledProgram::prepare_host() {
     return;
   }
   try {
-    plan_ = std::make_unique<PlanExecutor>(*prog_, build_runtime_plan(*prog_, backend_api(backend_name_)));
+    plan_ = std::make_unique<PlanExecutor>(*prog_, build_runtime_plan(*prog_, kernel_api(backend_->target())));
     stats_.host = "plan";
     stats_.host_reason.clear();
   } catch (const CompileError& e) {
@@ -356,10 +344,7 @@ std::string CompiledProgram::explain() const {
 std::string CompiledProgram::source(const std::string& lang) const {
   // The backend's own language as it compiles it; the others as their default dialect prints
   // the same lowered program (kernels do not depend on the backend).
-  const std::string own = backend_name_ == "cpu"           ? "cpp"
-                          : backend_name_ == "vulkan-hlsl" ? "hlsl"
-                          : backend_name_ == "cuda"        ? "cuda"
-                                                           : "glsl";
+  const std::string own = language_name(backend_->target().language);
   if (lang == own) return backend_->source(*prog_, codegen_);
   if (lang == "cpp") return generate_kernels(*prog_, cpp_dialect());
   if (lang == "cuda") return generate_kernels(*prog_, cuda_dialect(codegen_.fast_math));

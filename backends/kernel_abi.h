@@ -9,11 +9,15 @@
 
 #include "codegen/dialect.h"
 #include "core/ir/node.h"
+#include "core/target/target.h"
 
 namespace ember {
 
 // The API a kernel is printed and bound for.
 enum class KernelApi { vulkan_glsl, vulkan_hlsl, opengl, d3d11_hlsl, cpp };
+// The interface a target's kernels are bound with: Vulkan with GLSL or HLSL, OpenGL, D3D11 HLSL;
+// cpu and cuda take the kernel's own param words (the cuda runner builds EmberArgs).
+KernelApi kernel_api(const TargetInfo& target);
 
 enum class BufferAccess { read, write, read_write };
 const char* access_name(BufferAccess a);

@@ -92,7 +92,7 @@ struct Dialect {
   std::string group_mem_zero;
   std::string local_index;
   std::string group_index;
-  // Native workgroups (a GPU runs each group as one workgroup; Backend::lowers_groups false):
+  // Native workgroups (a GPU runs each group as one workgroup; TargetInfo::lower_groups false):
   // group_threads_open, when non-empty, frames a grouped kernel instead of threads_open. It
   // defines ember_g (the flat group number, row-major over the grid of groups), ember_l (the
   // thread's flat number in its group, row-major over the group shape) and a mutable bool

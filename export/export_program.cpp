@@ -15,11 +15,26 @@ namespace ember {
 
 namespace {
 
+// An exported GPU program keeps a reduction in one thread per output (no split_reductions: an
+// engine runs the kernels the manifest lists, and the split's partial buffers and stage kernels
+// have not been through the runner and glue tests yet). Exported C++ has no contract_fma: it may
+// be built for a CPU without FMA (fmaf would be a libm call).
+TargetInfo export_target(const std::string& name, TargetLanguage language, TargetApi api) {
+  TargetInfo t = api == TargetApi::host ? cpu_target(false) : gpu_target(name, language, api);
+  t.name = name;
+  t.resident_threads = 0;  // not this machine's
+  t.split_reductions = 0;
+  return t;
+}
+
 ExportTarget target_of(const std::string& name) {
-  if (name == "spirv") return {name, KernelApi::vulkan_glsl, ".spv", ".comp"};
-  if (name == "glsl") return {name, KernelApi::opengl, ".comp", ".comp"};
-  if (name == "hlsl") return {name, KernelApi::d3d11_hlsl, ".hlsl", ".hlsl"};
-  if (name == "cpp") return {name, KernelApi::cpp, ".cpp", ".cpp"};
+  if (name == "spirv")
+    return {name, KernelApi::vulkan_glsl, ".spv", ".comp", export_target(name, TargetLanguage::glsl, TargetApi::vulkan)};
+  if (name == "glsl")
+    return {name, KernelApi::opengl, ".comp", ".comp", export_target(name, TargetLanguage::glsl, TargetApi::opengl)};
+  if (name == "hlsl")
+    return {name, KernelApi::d3d11_hlsl, ".hlsl", ".hlsl", export_target(name, TargetLanguage::hlsl, TargetApi::d3d11)};
+  if (name == "cpp") return {name, KernelApi::cpp, ".cpp", ".cpp", export_target(name, TargetLanguage::cpp, TargetApi::host)};
   if (name == "cuda")
     throw BackendError("ember.export: target 'cuda' is not available yet: the manifest has no CUDA kernel "
                        "interface (prog.source('cuda') prints the kernels; use spirv, glsl, hlsl or cpp)");
@@ -27,7 +42,8 @@ ExportTarget target_of(const std::string& name) {
 }
 
 // `p` lowered for the target, with `fixed` dims replaced by constants first.
-std::unique_ptr<Program> lower(const Program& traced, KernelApi api, const std::vector<std::pair<std::string, int64_t>>& fixed) {
+std::unique_ptr<Program> lower(const Program& traced, const TargetInfo& target,
+                               const std::vector<std::pair<std::string, int64_t>>& fixed) {
   std::unique_ptr<Program> p = clone_program(traced);
   for (const auto& [name, value] : fixed)
     for (Node* d : p->dims)
@@ -36,10 +52,7 @@ std::unique_ptr<Program> lower(const Program& traced, KernelApi api, const std::
         b.set_insert_before(p->root()->first_child);
         p->replace_all_uses(d, b.i32(static_cast<int32_t>(value)));
       }
-  PipelineOptions opt;
-  // No contract_fma: exported C++ may be built for a CPU without FMA (fmaf would be a libm call).
-  opt.lower_groups = opt.tile_threads = api == KernelApi::cpp;
-  run_pipeline(*p, opt);
+  run_pipeline(*p, pipeline_options(target));
   return p;
 }
 
@@ -89,14 +102,14 @@ std::string spirv_bytes(const std::string& source) {
 ExportResult export_program(const Program& traced, const std::string& target,
                             const std::vector<std::pair<std::string, int64_t>>& dims) {
   const ExportTarget t = target_of(target);
-  std::unique_ptr<Program> p = lower(traced, t.api, {});
+  std::unique_ptr<Program> p = lower(traced, t.target, {});
   HostPlan plan;
   try {
     plan = build_host_plan(*p, t.api);
   } catch (const CompileError&) {
     if (dims.empty()) throw;
     // Host math on a symbolic dim the manifest cannot express: fix the dims the caller gave.
-    p = lower(traced, t.api, dims);
+    p = lower(traced, t.target, dims);
     plan = build_host_plan(*p, t.api, dims, &traced);
   }
   ExportResult r;

@@ -4,6 +4,7 @@
 #pragma once
 #include <string>
 
+#include "core/target/target.h"
 #include "export/host_plan.h"
 
 namespace ember {
@@ -16,6 +17,7 @@ struct ExportTarget {
   KernelApi api = KernelApi::vulkan_glsl;
   std::string ext;         // of the file an engine loads: .spv, .comp, .hlsl, .cpp
   std::string source_ext;  // of the readable source (.comp for spirv; == ext otherwise)
+  TargetInfo target;       // what the kernels are lowered for (no device: its parallelism unknown)
 };
 
 // The manifest of `plan`; kernel files are named <kernel name><ext> after the kernel whose file

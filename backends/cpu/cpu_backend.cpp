@@ -52,9 +52,7 @@ class CpuRunner : public KernelRunner {
 class CpuBackend : public Backend {
  public:
   const char* name() const override { return "cpu"; }
-  bool lowers_groups() const override { return true; }
-  bool tiles_threads() const override { return true; }
-  bool contracts_fma() const override { return cpu_has_fma(); }
+  const TargetInfo& target() const override { return target_; }
 
   std::string source(const Program& p, const CodegenOptions&) override { return generate_kernels(p, cpp_dialect()); }
 
@@ -165,6 +163,7 @@ class CpuBackend : public Backend {
   }
 
   static constexpr const char* kLinkHeader = "ember-cpu-link 1";
+  TargetInfo target_ = cpu_target(cpu_has_fma());  // $EMBER_CPU_FLAGS may take fma away
 };
 
 }  // namespace

@@ -22,8 +22,10 @@
 
 namespace ember::cuda {
 
-// The pipeline options of this backend: workgroups stay native (one block per group) and
-// threads are not tiled into registers.
+// The cuda target without a device (prog.source("cuda"), NVRTC without a GPU): native
+// workgroups (one block per group), split reductions; the backend adds the device's parallelism.
+TargetInfo cuda_target();
+// The pipeline options of this target (pipeline_options(cuda_target()), $EMBER_VERIFY).
 PipelineOptions pipeline_options();
 // `traced` cloned and lowered with pipeline_options().
 std::unique_ptr<Program> lower(const Program& traced);

@@ -175,13 +175,23 @@ class Runner : public KernelRunner {
   std::mutex run_mu_;
 };
 
+// The device as the pipeline sees it: cuda_target() with the context's parallelism.
+TargetInfo describe_device() {
+  const Context& c = context();
+  TargetInfo t = cuda_target();
+  t.max_workgroup_threads = c.max_block_threads;
+  t.shared_memory_bytes = c.max_shared_bytes;
+  t.resident_threads = static_cast<int64_t>(c.sms) * c.max_sm_threads;
+  t.subgroup_size = c.warp;
+  return t;
+}
+
 class CudaBackend : public Backend {
  public:
-  CudaBackend() { context(); }  // throws BackendError when CUDA cannot run here
+  CudaBackend() : target_(describe_device()) {}  // throws BackendError when CUDA cannot run here
 
   const char* name() const override { return "cuda"; }
-  bool lowers_groups() const override { return false; }  // one block per group
-  bool splits_reductions() const override { return true; }
+  const TargetInfo& target() const override { return target_; }  // one block per group
 
   std::string source(const Program& p, const CodegenOptions& o) override {
     return generate_kernels(p, cuda_dialect(fast_math(o)));
@@ -269,6 +279,9 @@ class CudaBackend : public Backend {
     log_compile(p, classes.kernels.size(), info, c.description);
     return std::make_unique<Runner>(std::move(kernels), written_inputs(p));
   }
+
+ private:
+  TargetInfo target_;
 };
 
 }  // namespace

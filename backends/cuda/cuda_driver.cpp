@@ -94,6 +94,8 @@ void create(Context& c) {
          attribute(c, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, "compute capability");
   c.sms = attribute(c, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, "multiprocessor count");
   c.max_block_threads = attribute(c, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, "threads per block");
+  c.max_sm_threads = attribute(c, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR, "threads per multiprocessor");
+  c.warp = attribute(c, CU_DEVICE_ATTRIBUTE_WARP_SIZE, "warp size");
   c.max_block_x = attribute(c, CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X, "block size");
   c.max_grid_x = attribute(c, CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X, "grid size");
   c.max_shared_bytes = attribute(c, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK, "shared memory per block");

@@ -49,6 +49,8 @@ struct Context {
   int driver_version = 0;    // 13000 for CUDA 13.0
   int sms = 0;
   int max_block_threads = 0, max_block_x = 0, max_grid_x = 0;
+  int max_sm_threads = 0;    // resident threads per SM (2048 on sm_90)
+  int warp = 0;              // threads per warp
   int max_shared_bytes = 0;  // static shared memory per block
   bool concurrent_managed = false;  // the host may touch managed memory while kernels run
   int64_t total_bytes = 0;

@@ -2,18 +2,20 @@
 #include "backends/cuda/cuda.h"
 #include "codegen/c_printer.h"
 #include "codegen/kernel_signature.h"
-#include "core/passes/split_reductions.h"
 #include <cstdlib>
 
 namespace ember::cuda {
 
+TargetInfo cuda_target() {
+  TargetInfo t = gpu_target("cuda", TargetLanguage::cuda, TargetApi::cuda);
+  t.float_atomic_add = true;  // atomicAdd(float*) on every CUDA device
+  return t;
+}
+
 PipelineOptions pipeline_options() {
-  PipelineOptions opt;
+  PipelineOptions opt = ember::pipeline_options(cuda_target());
   const char* v = std::getenv("EMBER_VERIFY");
   opt.verify = v && *v && *v != '0';
-  opt.lower_groups = false;
-  opt.tile_threads = false;
-  opt.split_reductions = kSplitMinTrips;
   return opt;
 }
 

@@ -17,14 +17,24 @@ namespace ember::gl {
 
 namespace {
 
+// The context's device as the pipeline sees it (OpenGL does not tell how many threads it keeps in flight).
+TargetInfo describe_device() {
+  const Context& c = context();
+  TargetInfo t = gpu_target("opengl", TargetLanguage::glsl, TargetApi::opengl);
+  t.max_workgroup_threads = c.max_group_invocations;
+  t.shared_memory_bytes = c.max_shared_bytes;
+  t.float_atomic_add = c.float_atomic_add;
+  t.loop_limit = c.loop_limit;
+  return t;
+}
+
 class OpenGLBackend : public Backend {
  public:
-  OpenGLBackend() { context(); }  // throws BackendError when no context can be created
+  OpenGLBackend() : target_(describe_device()) {}  // throws BackendError when no context can be created
 
   const char* name() const override { return "opengl"; }
   // Workgroups run natively, as on Vulkan (the same glsl dialect).
-  bool lowers_groups() const override { return false; }
-  bool splits_reductions() const override { return true; }
+  const TargetInfo& target() const override { return target_; }
 
   std::string source(const Program& p, const CodegenOptions& o) override {
     const KernelClasses classes = group_kernels(p);
@@ -110,6 +120,9 @@ class OpenGLBackend : public Backend {
     log_compile(p, kernels.size(), info, context().description);
     return make_runner(std::move(kernels), written_inputs(p));
   }
+
+ private:
+  TargetInfo target_;
 };
 
 }  // namespace

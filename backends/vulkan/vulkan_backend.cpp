@@ -18,14 +18,26 @@ namespace ember::vk {
 
 namespace {
 
+// The device as the pipeline sees it (Vulkan does not tell how many threads it keeps in flight).
+TargetInfo describe_device(Language lang) {
+  const Context& c = context();
+  TargetInfo t = gpu_target(lang == Language::hlsl ? "vulkan-hlsl" : "vulkan",
+                            lang == Language::hlsl ? TargetLanguage::hlsl : TargetLanguage::glsl, TargetApi::vulkan);
+  t.max_workgroup_threads = static_cast<int>(c.props.limits.maxComputeWorkGroupInvocations);
+  t.shared_memory_bytes = c.props.limits.maxComputeSharedMemorySize;
+  t.float_atomic_add = c.float_atomic_add;
+  t.loop_limit = c.loop_limit;
+  return t;
+}
+
 class VulkanBackend : public Backend {
  public:
-  explicit VulkanBackend(Language lang) : lang_(lang) { context(); }  // throws BackendError when no device
+  // Throws BackendError when there is no device.
+  explicit VulkanBackend(Language lang) : lang_(lang), target_(describe_device(lang)) {}
 
   const char* name() const override { return lang_ == Language::hlsl ? "vulkan-hlsl" : "vulkan"; }
   // Workgroups run natively: a group is a workgroup, group buffers its shared memory.
-  bool lowers_groups() const override { return false; }
-  bool splits_reductions() const override { return true; }
+  const TargetInfo& target() const override { return target_; }
 
   std::string source(const Program& p, const CodegenOptions& o) override {
     const KernelClasses classes = group_kernels(p);
@@ -134,6 +146,7 @@ class VulkanBackend : public Backend {
 
  private:
   Language lang_;
+  TargetInfo target_;
 };
 
 }  // namespace

@@ -41,54 +41,62 @@
 namespace ember {
 
 // The whole compiler, in order. A step marked `cleanup` is the simplify/cse/dce group, which
-// runs until nothing changes.
+// runs until nothing changes; a step with `when` runs only when the options (the target's
+// lowering, pipeline_options) ask for it.
 namespace {
+// A pass that reads nothing but the program, as the pipeline calls passes.
+template <PlainPassFn F>
+bool plain(Program& p, const PipelineOptions&) {
+  return F(p);
+}
+// Off at 0 trips (PipelineOptions::split_reductions), also when called alone (pipeline_passes()).
+bool split_reductions_step(Program& p, const PipelineOptions& o) {
+  return o.split_reductions > 0 && split_reductions(p, o.split_reductions);
+}
+
 struct Step {
   PassInfo pass;
-  bool cleanup;
-  bool group_lowering = false;  // runs only with PipelineOptions::lower_groups
-  bool tiling = false;          // runs only with PipelineOptions::tile_threads
-  bool fusing = false;          // runs only with PipelineOptions::contract_fma
-  bool splitting = false;       // runs only with PipelineOptions::split_reductions
+  bool cleanup = false;
+  bool (*when)(const PipelineOptions&) = nullptr;  // nullptr: always
 };
-// The options of the run_pipeline call in progress on this thread (for the steps that take one;
-// a pass called alone, as tests call each of pipeline_passes(), runs with none: off).
-thread_local const PipelineOptions* t_options = nullptr;
-bool split_reductions_step(Program& p) { return t_options && split_reductions(p, t_options->split_reductions); }
+bool lowering_groups(const PipelineOptions& o) { return o.lower_groups; }
+bool tiling(const PipelineOptions& o) { return o.tile_threads; }
+bool fusing(const PipelineOptions& o) { return o.contract_fma; }
+bool splitting(const PipelineOptions& o) { return o.split_reductions > 0; }
 
 const std::vector<Step>& steps() {
   static const std::vector<Step> s = {
-      {{"check_shapes", check_shapes}, false},
-      {{"check_races", check_races}, false},
-      {{"lower_algorithms", lower_algorithms}, false},
+      {{"check_shapes", plain<check_shapes>}},
+      {{"check_races", plain<check_races>}},
+      {{"lower_algorithms", plain<lower_algorithms>}},
       {{"cleanup", nullptr}, true},
-      {{"fuse_kernels", fuse_kernels}, false},
+      {{"fuse_kernels", plain<fuse_kernels>}},
       {{"cleanup", nullptr}, true},  // merges repeated loads so each is fused once
-      {{"fuse_loads", fuse_loads}, false},
+      {{"fuse_loads", plain<fuse_loads>}},
       {{"cleanup", nullptr}, true},
-      {{"reduce_atomics", reduce_atomics}, false},  // after fuse_loads: indices recomputed, not loaded
-      {{"parallelize_host_loops", parallelize_host_loops}, false},  // merge_kernels then joins the kernels both make
-      {{"apply_schedule", apply_schedule}, false},  // the user's schedule, on the kernels as written, before merging
-      {{"merge_kernels", merge_kernels}, false},
-      {{"unroll_small_dims", unroll_small_dims}, false},
-      {{"unroll_loops", unroll_loops}, false},
-      {{"tile_threads", tile_threads}, false, false, true},
+      {{"reduce_atomics", plain<reduce_atomics>}},  // after fuse_loads: indices recomputed, not loaded
+      {{"parallelize_host_loops", plain<parallelize_host_loops>}},  // merge_kernels then joins the kernels both make
+      {{"apply_schedule", plain<apply_schedule>}},  // the user's schedule, on the kernels as written, before merging
+      {{"merge_kernels", plain<merge_kernels>}},
+      {{"unroll_small_dims", plain<unroll_small_dims>}},
+      {{"unroll_loops", plain<unroll_loops>}},
+      {{"tile_threads", plain<tile_threads>}, false, tiling},
       {{"cleanup", nullptr}, true},  // shares the unrolled loads with the rest of the thread
-      {{"share_reciprocals", share_reciprocals}, false},
-      {{"forward_copies", forward_copies}, false},
-      {{"form_kernels", form_kernels}, false},
-      {{"split_reductions", split_reductions_step}, false, false, false, false, true},  // GPU: few-output reductions over workgroups
-      {{"lower_indexing", lower_indexing}, false},
-      {{"lower_group_barriers", lower_group_barriers}, false, true},
+      {{"share_reciprocals", plain<share_reciprocals>}},
+      {{"forward_copies", plain<forward_copies>}},
+      {{"form_kernels", plain<form_kernels>}},
+      {{"split_reductions", split_reductions_step}, false, splitting},  // GPU: few-output reductions over workgroups
+      {{"lower_indexing", plain<lower_indexing>}},
+      {{"lower_group_barriers", plain<lower_group_barriers>}, false, lowering_groups},
       {{"cleanup", nullptr}, true},
-      {{"fold_reciprocal_powers", fold_reciprocal_powers}, false},  // after the cleanup that folds share_reciprocals' products
-      {{"contract_fma", contract_fma}, false, false, false, true},  // last of the math: nothing after it rewrites a sum
-      {{"hoist_invariants", hoist_invariants}, false},
-      {{"split_host", split_host}, false},
+      {{"fold_reciprocal_powers", plain<fold_reciprocal_powers>}},  // after the cleanup that folds share_reciprocals' products
+      {{"contract_fma", plain<contract_fma>}, false, fusing},  // last of the math: nothing after it rewrites a sum
+      {{"hoist_invariants", plain<hoist_invariants>}},
+      {{"split_host", plain<split_host>}},
   };
   return s;
 }
-const PassInfo kCleanup[] = {{"simplify", simplify}, {"cse", cse}, {"dce", dce}};
+const PassInfo kCleanup[] = {{"simplify", plain<simplify>}, {"cse", plain<cse>}, {"dce", plain<dce>}};
 constexpr int kCleanupCount = static_cast<int>(std::size(kCleanup));
 
 bool debug_has(const char* what) {
@@ -113,6 +121,15 @@ const std::vector<PassInfo>& pipeline_passes() {
   return list;
 }
 
+PipelineOptions pipeline_options(const TargetInfo& target) {
+  PipelineOptions o;
+  o.lower_groups = target.lower_groups;
+  o.tile_threads = target.tile_threads;
+  o.contract_fma = target.contract_fma;
+  o.split_reductions = target.split_reductions;
+  return o;
+}
+
 double thread_cpu_ms() {
   timespec ts{};
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
@@ -127,11 +144,6 @@ std::vector<PassRecord> run_pipeline(Program& p, const PipelineOptions& opt) {
     explicit LogScope(ExplainLog* l) : saved(explain_log()) { explain_log() = l; }
     ~LogScope() { explain_log() = saved; }
   } log_scope(opt.explain);
-  struct OptionsScope {
-    const PipelineOptions* saved;
-    explicit OptionsScope(const PipelineOptions* o) : saved(t_options) { t_options = o; }
-    ~OptionsScope() { t_options = saved; }
-  } options_scope(&opt);
   // The passes' walks go over the cached order while nothing is linked (Program::set_walk_cache);
   // EMBER_DEBUG=array_walks: at every size (the fuzzer's programs are small).
   struct WalkCacheScope {
@@ -165,7 +177,7 @@ std::vector<PassRecord> run_pipeline(Program& p, const PipelineOptions& opt) {
   auto run = [&](const char* name, auto&& fn) {
     auto t0 = std::chrono::steady_clock::now();
     const uint64_t v0 = node_visit_counter();
-    const bool changed = fn(p);
+    const bool changed = fn(p, opt);
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     double cpu = ms;
     if (ms >= kShortMs || between) {
@@ -199,17 +211,15 @@ std::vector<PassRecord> run_pipeline(Program& p, const PipelineOptions& opt) {
   // EMBER_VERIFY: the program must be a fixed point of every cleanup pass here.
   auto check_fixed_point = [&](const char* why) {
     if (opt.verify)
-      for (const PassInfo& c : kCleanup) EMBER_INTERNAL_ASSERT(!c.fn(p), c.name << " changed the program " << why);
+      for (const PassInfo& c : kCleanup) EMBER_INTERNAL_ASSERT(!c.fn(p, opt), c.name << " changed the program " << why);
   };
   bool dirty = true;  // a pass changed the program since the last cleanup group
   for (const Step& s : steps()) {
-    if ((s.group_lowering && !opt.lower_groups) || (s.tiling && !opt.tile_threads) || (s.fusing && !opt.contract_fma) ||
-        (s.splitting && opt.split_reductions == 0))
-      continue;
+    if (s.when && !s.when(opt)) continue;
     if (!s.cleanup) {
       // EMBER_VERIFY: fuse_loads also checks that its one sweep left nothing a second would fuse.
-      const bool check = opt.verify && s.pass.fn == fuse_loads;
-      dirty |= run(s.pass.name, check ? fuse_loads_checking_one_sweep : s.pass.fn);
+      const bool check = opt.verify && s.pass.fn == plain<fuse_loads>;
+      dirty |= run(s.pass.name, check ? plain<fuse_loads_checking_one_sweep> : s.pass.fn);
       step_before = s.pass.name;
       continue;
     }
@@ -239,14 +249,14 @@ std::vector<PassRecord> run_pipeline(Program& p, const PipelineOptions& opt) {
       if (i == 0) {
         if (fixed[0] && recheck.empty()) continue;
         const bool changed = fixed[0] && !recheck.all
-                                 ? run(name, [&](Program& q) { return simplify_nodes(q, recheck); })
-                                 : run(name, simplify);
+                                 ? run(name, [&](Program& q, const PipelineOptions&) { return simplify_nodes(q, recheck); })
+                                 : run(name, plain<simplify>);
         recheck.clear();
         fixed[0] = !changed;
         if (changed) fixed[1] = fixed[2] = false;
       } else if (!fixed[i]) {  // cse or dce: noting for simplify while it is at its fixed point
         Resimplify* note = fixed[0] ? &recheck : nullptr;
-        run(name, [&](Program& q) { return i == 1 ? cse(q, note) : dce(q, note); });
+        run(name, [&](Program& q, const PipelineOptions&) { return i == 1 ? cse(q, note) : dce(q, note); });
         fixed[i] = true;
       }
     }

@@ -1,6 +1,8 @@
 // The compiler pipeline: the passes in order, one line each, in pipeline.cpp, except one that runs
 // inside another (fuse_kernels first calls hoist_grid_loops). A pass is a free function
-// `bool pass(Program&)` that returns whether it changed the IR.
+// `bool pass(Program&)` that returns whether it changed the IR, or, when it depends on the target
+// (split_reductions), one that also takes the PipelineOptions; the options come from the target
+// (pipeline_options, core/target/target.h).
 #pragma once
 #include <functional>
 #include <map>
@@ -8,12 +10,16 @@
 #include <vector>
 
 #include "core/ir/node.h"
+#include "core/target/target.h"
 
 namespace ember {
 
 struct ExplainLog;
 
-using PassFn = bool (*)(Program&);
+struct PipelineOptions;
+using PlainPassFn = bool (*)(Program&);
+// Every pass as the pipeline calls it (a plain pass ignores the options).
+using PassFn = bool (*)(Program&, const PipelineOptions&);
 struct PassInfo {
   const char* name;
   PassFn fn;
@@ -51,7 +57,13 @@ struct PipelineOptions {
   uint64_t array_walks_from = Program::kArrayWalkNodes;
 };
 
+// The options for compiling for `target`: its lowering (lower_groups, tile_threads, contract_fma,
+// split_reductions), nothing else set.
+PipelineOptions pipeline_options(const TargetInfo& target);
+
 // The passes in order (groups like simplify/cse/dce appear once; run_pipeline repeats them).
+// Called alone with default options, the target-gated passes do what they do when enabled, except
+// split_reductions, which is off (min trips 0).
 const std::vector<PassInfo>& pipeline_passes();
 // CPU time consumed by the calling thread, in ms (pass timings that other processes' load on a
 // shared machine does not inflate).

@@ -44,7 +44,7 @@ std::vector<HostTensor> check(const std::function<std::unique_ptr<Program>()>& b
   std::unique_ptr<Program> q = clone_program(*p);
   bool formed = false;
   for (const PassInfo& pass : pipeline_passes()) {
-    pass.fn(*q);
+    pass.fn(*q, PipelineOptions{});
     formed |= std::string(pass.name) == "fuse_kernels";
     verify(*q, VerifyOptions{formed});
     std::string diff = compare(want, interpret(*q, copy_args(args)), rtol);

@@ -423,7 +423,7 @@ TEST_P(CpuPipeline, MatchesInterpreterAfterPipeline) {
   std::unique_ptr<Program> p = GetParam().build();
   auto backend = make_backend("cpu");
   PipelineOptions opt;
-  opt.tile_threads = backend->tiles_threads();  // register tiles, as the CPU backend compiles programs
+  opt.tile_threads = backend->target().tile_threads;  // register tiles, as the CPU backend compiles programs
   run_pipeline(*p, opt);
   std::mt19937 rng(5);
   CompileInfo info;

@@ -78,7 +78,7 @@ void check_all(const Build& build, const std::vector<ArgValue>& args, const std:
   bool formed = false;
   for (const PassInfo& pass : pipeline_passes()) {
     SCOPED_TRACE(std::string("after pass ") + pass.name + "\n" + print_program(*q));
-    pass.fn(*q);
+    pass.fn(*q, PipelineOptions{});
     formed |= std::string(pass.name) == "fuse_kernels";
     verify(*q, VerifyOptions{formed});
     ASSERT_EQ(compare(want, interpret(*q, copy_args(args)), rtol), "") << "after " << pass.name;

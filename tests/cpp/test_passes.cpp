@@ -67,7 +67,7 @@ TEST_P(PassTest, InterpreterAgreesBeforeAndAfterEachPass) {
     bool formed = false;
     for (const PassInfo& pass : pipeline_passes()) {
       SCOPED_TRACE(std::string("after pass ") + pass.name + "\n" + print_program(*q));
-      pass.fn(*q);
+      pass.fn(*q, PipelineOptions{});
       formed |= std::string(pass.name) == "fuse_kernels";
       verify(*q, VerifyOptions{formed});
       std::vector<HostTensor> got = interpret(*q, copy_args(args));
@@ -350,7 +350,7 @@ TEST(Pipeline, BitonicStagesBecomeHostLoops) {
   std::sort(want.begin(), want.end());
   bool formed = false;
   for (const PassInfo& pass : pipeline_passes()) {
-    pass.fn(*p);
+    pass.fn(*p, PipelineOptions{});
     formed |= std::string(pass.name) == "fuse_kernels";
     verify(*p, VerifyOptions{formed});
     if (!formed) continue;

@@ -55,8 +55,8 @@ std::vector<Case> cases() {
 TEST(PlanExecutor, MatchesInterpreterOnExpressiblePrograms) {
   auto backend = make_backend("cpu");
   PipelineOptions opt;
-  opt.tile_threads = backend->tiles_threads();
-  opt.lower_groups = backend->lowers_groups();
+  opt.tile_threads = backend->target().tile_threads;
+  opt.lower_groups = backend->target().lower_groups;
   std::vector<std::string> ran, refused;
   for (Case& c : cases()) {
     Program& p = *c.program;

@@ -289,7 +289,7 @@ TEST(ShapeOps, InterpreterAgreesAfterEachPass) {
   std::vector<HostTensor> want = interpret(*p, copy_args(args));
   bool formed = false;
   for (const PassInfo& pass : pipeline_passes()) {
-    pass.fn(*p);
+    pass.fn(*p, PipelineOptions{});
     formed |= std::string(pass.name) == "fuse_kernels";
     verify(*p, VerifyOptions{formed});
     ASSERT_EQ(compare(want, interpret(*p, copy_args(args))), "") << "after " << pass.name << "\n" << print_program(*p);
