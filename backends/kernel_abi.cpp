@@ -44,7 +44,8 @@ void set_block(ParamBlock& b, const Node* kernel, int header_words) {
 
 KernelApi kernel_api(const TargetInfo& target) {
   switch (target.api) {
-    case TargetApi::vulkan: return target.language == TargetLanguage::hlsl ? KernelApi::vulkan_hlsl : KernelApi::vulkan_glsl;
+    case TargetApi::vulkan:
+      return target.language == TargetLanguage::hlsl ? KernelApi::vulkan_hlsl : KernelApi::vulkan_glsl;
     case TargetApi::opengl: return KernelApi::opengl;
     case TargetApi::d3d11: return KernelApi::d3d11_hlsl;
     case TargetApi::host:

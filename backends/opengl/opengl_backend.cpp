@@ -11,6 +11,7 @@
 #include "backends/compile_cache.h"
 #include "backends/compile_jobs.h"
 #include "backends/gpu_runtime.h"
+#include "backends/gpu_shaders.h"
 #include "backends/opengl/opengl.h"
 
 namespace ember::gl {
@@ -53,69 +54,39 @@ class OpenGLBackend : public Backend {
     info.link.clear();  // no link records: shaders are generated on every compile
     CompileTimeline timeline;
     const KernelClasses classes = group_kernels(p);
-
-    // Print each class's shader on the pool (no GL calls); equal texts are one shader.
-    struct Printed {
-      KernelLayout layout;
-      GeneratedKernel code;
-      std::string source;
-    };
-    std::vector<Printed> printed(classes.size());
-    parallel_for(classes.size(), compile_jobs(), [&](size_t c) {
-      const Node* k = classes.representative(c);
-      Printed& pr = printed[c];
-      pr.layout = kernel_layout(k, info.codegen);
-      pr.code = generate_kernel(k, kernel_dialect(pr.layout));
-      pr.source = shader_source(pr.code, kernel_dialect(pr.layout), pr.layout);
-    });
-    std::unordered_map<std::string, size_t> by_text;
-    std::vector<size_t> shader_of(classes.size()), first, users;
+    // Printed on the pool: no GL calls there.
+    const ShaderSet<KernelLayout> shaders =
+        print_shaders<KernelLayout>(classes, [&](const Node* k, PrintedShader<KernelLayout>& pr) {
+          pr.layout = kernel_layout(k, info.codegen);
+          pr.code = generate_kernel(k, kernel_dialect(pr.layout));
+          pr.source = shader_source(pr.code, kernel_dialect(pr.layout), pr.layout);
+        });
     std::vector<std::string> sources;
-    for (size_t c = 0; c < classes.size(); ++c) {
-      auto [it, fresh] = by_text.emplace(printed[c].source, first.size());
-      if (fresh) {
-        first.push_back(c);
-        users.push_back(0);
-        sources.push_back(printed[c].source);
-      }
-      shader_of[c] = it->second;
-      users[it->second] += classes.members[c].size();
-    }
+    for (size_t s = 0; s < shaders.size(); ++s) sources.push_back(shaders.shader(s).source);
     info.codegen_ms = timeline.now_ms();
 
     Scope scope;
     const std::vector<ProgramBuild> built = compile_programs(sources, timeline);
-    std::vector<KernelProgram> programs(first.size());
-    std::string keys;
-    info.distinct_kernels = static_cast<int>(first.size());
-    info.compiled_kernels = 0;
-    for (size_t s = 0; s < first.size(); ++s) {
-      const Printed& pr = printed[first[s]];
-      const Node* k = classes.representative(first[s]);
+    std::vector<KernelProgram> programs(shaders.size());
+    int compiled = 0;
+    for (size_t s = 0; s < shaders.size(); ++s) {
+      const PrintedShader<KernelLayout>& pr = shaders.shader(s);
+      const Node* k = classes.representative(shaders.first[s]);
       KernelProgram& kp = programs[s];
       kp.program = built[s].program;
       kp.symbol = pr.code.symbol;
       kp.spill_from = pr.layout.spill_from;
       kp.access = memory_accesses(k);
       kp.loops = find_loops(k);
-      info.compiled_kernels += built[s].from == ProgramSource::compiled;
-      keys += pr.code.symbol + ";";
+      compiled += built[s].from == ProgramSource::compiled;
       if (timeline.enabled()) {
         char text[256];
         std::snprintf(text, sizeof text, "shader %-22s glsl->program %8.3f ms (%s)", pr.code.symbol.c_str(),
                       built[s].end_ms - built[s].start_ms, program_source_name(built[s].from));
-        timeline.unit(text, built[s].start_ms, built[s].end_ms, users[s]);
+        timeline.unit(text, built[s].start_ms, built[s].end_ms, shaders.users[s]);
       }
     }
-    info.translation_units = info.compiled_kernels;
-    std::unordered_map<int, KernelProgram> kernels;
-    for (size_t i = 0; i < classes.kernels.size(); ++i) {
-      const Node* k = classes.kernels[i];
-      EMBER_INTERNAL_ASSERT(!kernels.count(k->index), "two kernels share the id #" << k->index);
-      kernels.emplace(k->index, programs[shader_of[static_cast<size_t>(classes.class_of[i])]]);
-    }
-    info.cache_hit = info.compiled_kernels == 0;
-    info.cache_key = kernels.empty() ? "" : std::string(name()) + "-" + content_hash(keys);
+    std::unordered_map<int, KernelProgram> kernels = bind_shaders(classes, shaders, programs, compiled, name(), info);
     info.compile_ms = timeline.now_ms() - info.codegen_ms;
     log_compile(p, kernels.size(), info, context().description);
     return make_runner(std::move(kernels), written_inputs(p));

@@ -11,6 +11,7 @@
 #include "backends/compile_cache.h"
 #include "backends/compile_jobs.h"
 #include "backends/gpu_runtime.h"
+#include "backends/gpu_shaders.h"
 #include "backends/vulkan/vulkan.h"
 #include "codegen/c_printer.h"
 
@@ -54,35 +55,13 @@ class VulkanBackend : public Backend {
     info.link.clear();  // no link records: shaders are generated on every compile
     CompileTimeline timeline;
     const KernelClasses classes = group_kernels(p);
-    const int jobs = compile_jobs();
-
-    // Print each class's shader (on the pool); equal texts are one shader.
-    struct Printed {
-      KernelLayout layout;
-      GeneratedKernel code;
-      std::string source;
-    };
-    std::vector<Printed> printed(classes.size());
-    parallel_for(classes.size(), jobs, [&](size_t c) {
-      const Node* k = classes.representative(c);
-      Printed& pr = printed[c];
-      pr.layout = kernel_layout(k, lang_, info.codegen);
-      const Dialect& d = kernel_dialect(lang_, pr.layout);
-      pr.code = generate_kernel(k, d);
-      pr.source = shader_source(pr.code, d);
-    });
-    std::unordered_map<std::string, size_t> by_text;
-    std::vector<size_t> shader_of(classes.size()), first;  // class -> shader; shader -> its first class
-    std::vector<size_t> users;                             // kernels per shader
-    for (size_t c = 0; c < classes.size(); ++c) {
-      auto [it, fresh] = by_text.emplace(printed[c].source, first.size());
-      if (fresh) {
-        first.push_back(c);
-        users.push_back(0);
-      }
-      shader_of[c] = it->second;
-      users[it->second] += classes.members[c].size();
-    }
+    const ShaderSet<KernelLayout> shaders =
+        print_shaders<KernelLayout>(classes, [&](const Node* k, PrintedShader<KernelLayout>& pr) {
+          pr.layout = kernel_layout(k, lang_, info.codegen);
+          const Dialect& d = kernel_dialect(lang_, pr.layout);
+          pr.code = generate_kernel(k, d);
+          pr.source = shader_source(pr.code, d);
+        });
     info.codegen_ms = timeline.now_ms();
 
     // SPIR-V and pipelines (on the pool).
@@ -90,10 +69,10 @@ class VulkanBackend : public Backend {
       KernelBinary kb;
       bool hit = false, created = false;
     };
-    std::vector<Built> built(first.size());
-    parallel_for(first.size(), jobs, [&](size_t s) {
-      const Printed& pr = printed[first[s]];
-      const Node* k = classes.representative(first[s]);
+    std::vector<Built> built(shaders.size());
+    parallel_for(shaders.size(), compile_jobs(), [&](size_t s) {
+      const PrintedShader<KernelLayout>& pr = shaders.shader(s);
+      const Node* k = classes.representative(shaders.first[s]);
       const std::string entry = lang_ == Language::hlsl ? pr.code.symbol : "main";
       const double t0 = timeline.now_ms();
       Built& b = built[s];
@@ -114,28 +93,19 @@ class VulkanBackend : public Backend {
         std::snprintf(text, sizeof text, "shader %-22s %s->spirv %8.3f ms (%s), pipeline %8.3f ms%s",
                       pr.code.symbol.c_str(), language_name(lang_), t1 - t0, b.hit ? "cache hit" : "compiled", t2 - t1,
                       b.created ? "" : " (in memory)");
-        timeline.unit(text, t0, t2, users[s]);
+        timeline.unit(text, t0, t2, shaders.users[s]);
       }
     });
     bool any_created = false;
-    std::string keys;
-    info.distinct_kernels = static_cast<int>(first.size());
-    info.compiled_kernels = 0;
-    for (size_t s = 0; s < built.size(); ++s) {
-      info.compiled_kernels += built[s].hit ? 0 : 1;
-      any_created |= built[s].created;
-      keys += printed[first[s]].code.symbol + ";";
+    int compiled = 0;
+    std::vector<KernelBinary> binaries;
+    for (const Built& b : built) {
+      compiled += b.hit ? 0 : 1;
+      any_created |= b.created;
+      binaries.push_back(b.kb);
     }
-    info.translation_units = info.compiled_kernels;
     if (any_created) save_pipeline_cache();
-    std::unordered_map<int, KernelBinary> kernels;
-    for (size_t i = 0; i < classes.kernels.size(); ++i) {
-      const Node* k = classes.kernels[i];
-      EMBER_INTERNAL_ASSERT(!kernels.count(k->index), "two kernels share the id #" << k->index);
-      kernels.emplace(k->index, built[shader_of[static_cast<size_t>(classes.class_of[i])]].kb);
-    }
-    info.cache_hit = info.compiled_kernels == 0;
-    info.cache_key = kernels.empty() ? "" : std::string(name()) + "-" + content_hash(keys);
+    std::unordered_map<int, KernelBinary> kernels = bind_shaders(classes, shaders, binaries, compiled, name(), info);
     info.compile_ms = timeline.now_ms() - info.codegen_ms;
 
     // Inputs the program stores into: their device copies are written back after each run.
